@@ -1,0 +1,356 @@
+//! The contract every kvbench client implements, and the words the suite uses to describe one.
+//!
+//! The contract is small on purpose. [`Client`] has four required methods — [`Client::get`],
+//! [`Client::set`], [`Client::set_ex`] and [`Client::delete`] — and one provided method,
+//! [`Client::set_many`], whose default sends one `set` after another. A client that can pipeline
+//! overrides `set_many`; every other client gets a correct (if slow) pipeline for free, and the
+//! benchmark shows what the override buys.
+//!
+//! A client is described by a [`ClientSpec`]: its name, the backend it speaks to, the transports it
+//! can use, whether it is hand-written or a library, what it cannot do (and why), and a function
+//! that connects it to an [`Endpoint`]. The suite's one list of clients is a list of these.
+//!
+//! Errors are one typed [`Error`]: connection failures, timeouts, malformed replies, error replies
+//! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
+//! "the server said no" from "the client misread the reply".
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The server a client speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// Redis, over RESP (or the inline command form).
+    Redis,
+    /// memcached, over its text or binary protocol.
+    Memcached,
+}
+
+impl Backend {
+    /// Lower-case name used in test names, benchmark groups and results files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Redis => "redis",
+            Backend::Memcached => "memcached",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the bytes travel between client and server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Transport {
+    /// TCP over loopback (`127.0.0.1`) or any other address.
+    Tcp,
+    /// A Unix domain stream socket.
+    Unix,
+}
+
+impl Transport {
+    /// Both transports, in the order reports list them.
+    pub const ALL: &'static [Transport] = &[Transport::Tcp, Transport::Unix];
+
+    /// Lower-case name used in test names, benchmark groups and results files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Unix => "unix",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who wrote the protocol code a client runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// One of this workspace's minimal clients: the code is the lesson.
+    HandWritten,
+    /// A published client library behind a thin adapter: the yardstick.
+    Library,
+}
+
+impl Kind {
+    /// Name used in results files (`hand-written` or `library`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::HandWritten => "hand-written",
+            Kind::Library => "library",
+        }
+    }
+}
+
+/// Where to connect: a TCP address or a Unix socket path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `host:port`, for example `127.0.0.1:6379`.
+    Tcp(String),
+    /// Path of a Unix domain socket, for example `/tmp/x/redis.sock`.
+    Unix(PathBuf),
+}
+
+impl Endpoint {
+    /// The transport this endpoint implies.
+    pub fn transport(&self) -> Transport {
+        match self {
+            Endpoint::Tcp(_) => Transport::Tcp,
+            Endpoint::Unix(_) => Transport::Unix,
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Tcp(addr) => write!(f, "tcp://{addr}"),
+            Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
+        }
+    }
+}
+
+/// Connection settings every client honours.
+///
+/// Timeouts exist so that no client can hang on a dead or dripping server: a read or write that
+/// makes no progress for this long fails with [`Error::Timeout`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long to wait for the connection to be established.
+    pub connect_timeout: Duration,
+    /// How long one read may wait for bytes.
+    pub read_timeout: Duration,
+    /// How long one write may wait for the socket to accept bytes.
+    pub write_timeout: Duration,
+}
+
+impl Options {
+    /// Default for all three timeouts: long enough for a 1 MiB value on a loaded 2-core machine,
+    /// short enough that a test against a silent server fails in seconds, not minutes.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            connect_timeout: Self::DEFAULT_TIMEOUT,
+            read_timeout: Self::DEFAULT_TIMEOUT,
+            write_timeout: Self::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// Everything that can go wrong talking to a server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The connection could not be established.
+    #[error("cannot connect to {endpoint}: {source}")]
+    Connect {
+        /// Where we tried to connect.
+        endpoint: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The connection failed or was closed by the peer after it was established.
+    #[error("connection error: {0}")]
+    Io(#[source] io::Error),
+    /// A read or write made no progress within its timeout.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The server sent bytes that are not a valid reply. The connection is out of sync and is not
+    /// reused.
+    #[error("malformed reply: {0}")]
+    Protocol(String),
+    /// The server answered with an error reply (`-ERR ...`, `SERVER_ERROR ...`). The connection is
+    /// still in sync and can be used again.
+    #[error("server error: {0}")]
+    Server(String),
+    /// The key or value cannot be carried by this client's protocol; nothing was sent.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The client cannot do this at all (for example, a library without the feature).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl Error {
+    /// True for errors after which the connection must not be used again.
+    pub fn breaks_connection(&self) -> bool {
+        matches!(
+            self,
+            Error::Connect { .. } | Error::Io(_) | Error::Timeout(_) | Error::Protocol(_)
+        )
+    }
+}
+
+impl From<io::Error> for Error {
+    /// Socket timeouts surface as `WouldBlock` or `TimedOut` depending on the platform; both mean
+    /// [`Error::Timeout`]. Everything else is a broken connection.
+    fn from(err: io::Error) -> Self {
+        match err.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout(err.to_string()),
+            _ => Error::Io(err),
+        }
+    }
+}
+
+/// Result type of every contract method.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The synchronous interface every client implements.
+///
+/// Required: [`get`](Client::get), [`set`](Client::set), [`set_ex`](Client::set_ex),
+/// [`delete`](Client::delete). Provided: [`set_many`](Client::set_many), which loops over `set`;
+/// override it where you can be faster (pipelining).
+///
+/// Keys and values are bytes. A client whose protocol cannot carry some bytes refuses them with
+/// [`Error::InvalidInput`] *before* writing anything.
+pub trait Client: Send {
+    /// Reads a key: `Some(bytes)` on a hit, `None` on a miss.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Stores a value with no expiry.
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// Stores a value that expires after `ttl_secs` seconds (at least 1).
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()>;
+
+    /// Removes a key. Returns whether it existed.
+    fn delete(&mut self, key: &[u8]) -> Result<bool>;
+
+    /// Stores many values. The default sends one [`set`](Client::set) per item and waits for each
+    /// reply; a pipelining client overrides it to send them without a round trip per item.
+    ///
+    /// On error, some items may have been stored and others not.
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        for (key, value) in items {
+            self.set(key, value)?;
+        }
+        Ok(())
+    }
+}
+
+/// A behaviour of the conformance kit that a client cannot perform, and why.
+///
+/// The kit does not skip such a case: it checks that the client refuses it with a typed error
+/// and reports the case as unsupported, with this reason.
+#[derive(Debug, Clone, Copy)]
+pub struct Limitation {
+    /// Name of the kit behaviour, for example `binary_safe`.
+    pub behaviour: &'static str,
+    /// Why the client cannot do it.
+    pub reason: &'static str,
+}
+
+/// Connects a client to an endpoint.
+pub type ConnectFn = fn(&Endpoint, &Options) -> Result<Box<dyn Client>>;
+
+/// Description of one client: what it is, where it can go, and how to connect it.
+#[derive(Clone, Copy)]
+pub struct ClientSpec {
+    /// Unique name, as shown in tests and reports (`raw-tcp`, `raw-tcp/per-token`, `fred`).
+    pub name: &'static str,
+    /// The server it speaks to.
+    pub backend: Backend,
+    /// The transports it supports.
+    pub transports: &'static [Transport],
+    /// Hand-written or library.
+    pub kind: Kind,
+    /// One line for reports: the design choice, or how the library is configured.
+    pub summary: &'static str,
+    /// How `set_many` works for this client (`pipelined: ...` or `one round trip per item`).
+    pub pipelining: &'static str,
+    /// Kit behaviours it cannot perform, with reasons.
+    pub limitations: &'static [Limitation],
+    /// Opens a connection.
+    pub connect: ConnectFn,
+}
+
+impl ClientSpec {
+    /// True if the client can use this transport.
+    pub fn supports(&self, transport: Transport) -> bool {
+        self.transports.contains(&transport)
+    }
+
+    /// The reason the client cannot perform a kit behaviour, if it cannot.
+    pub fn limitation(&self, behaviour: &str) -> Option<&'static str> {
+        self.limitations
+            .iter()
+            .find(|limit| limit.behaviour == behaviour)
+            .map(|limit| limit.reason)
+    }
+}
+
+impl fmt::Debug for ClientSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientSpec")
+            .field("name", &self.name)
+            .field("backend", &self.backend)
+            .field("transports", &self.transports)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counting {
+        sets: usize,
+    }
+
+    impl Client for Counting {
+        fn get(&mut self, _key: &[u8]) -> Result<Option<Vec<u8>>> {
+            Ok(None)
+        }
+        fn set(&mut self, _key: &[u8], _value: &[u8]) -> Result<()> {
+            self.sets += 1;
+            Ok(())
+        }
+        fn set_ex(&mut self, key: &[u8], value: &[u8], _ttl: u32) -> Result<()> {
+            self.set(key, value)
+        }
+        fn delete(&mut self, _key: &[u8]) -> Result<bool> {
+            Ok(false)
+        }
+    }
+
+    #[test]
+    fn default_set_many_sets_each_item_once() {
+        let mut client = Counting { sets: 0 };
+        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2"), (b"c", b"3")];
+        client.set_many(&items).unwrap();
+        assert_eq!(client.sets, 3);
+    }
+
+    #[test]
+    fn socket_timeouts_become_timeout_errors() {
+        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
+            let err = Error::from(io::Error::from(kind));
+            assert!(matches!(err, Error::Timeout(_)), "{kind:?} gave {err:?}");
+            assert!(err.breaks_connection());
+        }
+        let reset = Error::from(io::Error::from(io::ErrorKind::ConnectionReset));
+        assert!(matches!(reset, Error::Io(_)));
+        assert!(!Error::Server("WRONGTYPE".into()).breaks_connection());
+    }
+
+    #[test]
+    fn endpoints_name_their_transport() {
+        assert_eq!(Endpoint::Tcp("127.0.0.1:1".into()).transport(), Transport::Tcp);
+        let unix = Endpoint::Unix("/tmp/s.sock".into());
+        assert_eq!(unix.transport(), Transport::Unix);
+        assert_eq!(unix.to_string(), "unix:///tmp/s.sock");
+    }
+}
