@@ -268,10 +268,15 @@ pub struct ClientSpec {
     pub kind: Kind,
     /// One line for reports: the design choice, or how the library is configured.
     pub summary: &'static str,
-    /// How `set_many` works for this client (`pipelined: ...` or `one round trip per item`).
+    /// How `set_many` works for this client. Starts with `pipelined:` when the client overrides
+    /// `set_many` to avoid a round trip per item, and with `none:` when it uses the default loop.
     pub pipelining: &'static str,
     /// Kit behaviours it cannot perform, with reasons.
     pub limitations: &'static [Limitation],
+    /// Set when every round trip of this client is slow by design (tens of milliseconds): the
+    /// reason. Such a client is a lesson, not a contender: the kit runs its `set_many` with a
+    /// few hundred items instead of 100,000, and the bench leaves it out of pipeline cells.
+    pub slow_round_trip: Option<&'static str>,
     /// Opens a connection.
     pub connect: ConnectFn,
 }
@@ -280,6 +285,11 @@ impl ClientSpec {
     /// True if the client can use this transport.
     pub fn supports(&self, transport: Transport) -> bool {
         self.transports.contains(&transport)
+    }
+
+    /// True if `set_many` is pipelined (the `pipelining` text starts with `pipelined:`).
+    pub fn pipelines(&self) -> bool {
+        self.pipelining.starts_with("pipelined:")
     }
 
     /// The reason the client cannot perform a kit behaviour, if it cannot.
@@ -348,7 +358,10 @@ mod tests {
 
     #[test]
     fn endpoints_name_their_transport() {
-        assert_eq!(Endpoint::Tcp("127.0.0.1:1".into()).transport(), Transport::Tcp);
+        assert_eq!(
+            Endpoint::Tcp("127.0.0.1:1".into()).transport(),
+            Transport::Tcp
+        );
         let unix = Endpoint::Unix("/tmp/s.sock".into());
         assert_eq!(unix.transport(), Transport::Unix);
         assert_eq!(unix.to_string(), "unix:///tmp/s.sock");

@@ -1,0 +1,79 @@
+# kvbench: `make test` proves every client correct against real servers it starts itself.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: test setup lint fmt bench bench-quick bench-smoke
+
+## Installs the servers (redis-server, memcached, redis-tools) if missing.
+setup:
+	@bash bench-suite/setup.sh
+
+## Formatting, lints, then every test (unit, decoder, private servers, conformance kit), then
+## every (cell, client) pair of the bench matrix once, verification included.
+test: setup lint
+	@$(CARGO) run -q -p kvbench-servers --bin kvbench-servers-check
+	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory bench-smoke
+
+## The benchmark matrix. Settings (environment): PLACEMENT=same-core|split|none,
+## CLIENTS=raw-tcp,fred  CELLS=get,unix  RUN_ID=name. Results: reports/<run-id>/.
+bench: setup
+	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix
+
+bench-quick: setup
+	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
+
+bench-smoke: setup
+	$(CARGO) bench -p kvbench-bench-suite --bench matrix -- --test
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+# --- Reports (crates/report; see reports/README.md) -------------------------------------------
+.PHONY: report compare test-report
+
+## Run id for `report` and `test-report`: a folder under reports/ (default: the latest run).
+RUN ?= latest
+
+## Renders reports/$(RUN)/index.html and summary.md from its results.json.
+report:
+	$(CARGO) run -q --release -p kvbench-report -- render reports/$(RUN)
+
+## Prints per-row ratios B/A (ops/s), noise marked, and writes reports/$(B)/compare-<A-id>.html.
+compare:
+	@if [ -z "$(A)" ] || [ -z "$(B)" ]; then echo "usage: make compare A=<run-id> B=<run-id>" >&2; exit 2; fi
+	$(CARGO) run -q --release -p kvbench-report -- compare reports/$(A) reports/$(B)
+
+## Renders reports/$(RUN) and opens it in headless Chromium (installed if missing): fails on a
+## console error, a missing chart or a dead link; saves reports/$(RUN)/screenshot.png.
+test-report:
+	CARGO=$(CARGO) bash crates/report/browser-test.sh reports/$(RUN)
+
+# --- Fuzzing (see crates/resp/FUZZING.md) ---------------------------------------------------------
+.PHONY: fuzz
+
+## Seconds each cargo-fuzz target runs, and cases each property test runs, in `make fuzz`.
+FUZZ_SECONDS ?= 60
+FUZZ_CASES ?= 1000000
+# cargo-fuzz needs nightly compiler flags: the nightly toolchain if rustup has one, else the
+# stable compiler with RUSTC_BOOTSTRAP=1 (unsupported by the Rust project; works for this).
+FUZZ_CARGO := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && echo 'cargo +nightly' || echo 'RUSTC_BOOTSTRAP=1 cargo')
+
+## Coverage-guided fuzzing (cargo-fuzz, libFuzzer, AddressSanitizer) of the RESP decoder, the
+## memcached reply reader and the hand-written clients' reply handling, FUZZ_SECONDS per target;
+## then the decoders' property tests at FUZZ_CASES cases each (release build).
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	@for dir in crates/resp/fuzz crates/memcached-text/fuzz; do \
+	  for target in decode client_replies; do \
+	    echo "== cargo fuzz: $$dir $$target, $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_CARGO) fuzz run --fuzz-dir $$dir --target-dir target/fuzz $$target -- \
+	      -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
+	  done; \
+	done
+	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-resp --lib
+	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-memcached-text --test reply --test scripted

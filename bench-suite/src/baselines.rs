@@ -1,0 +1,371 @@
+//! Same-run baselines: `redis-benchmark` (the hiredis C client) on every Redis cell it can
+//! express, and a loopback floor — a server that does no work — so every row can be read as a
+//! multiple of what the transport itself costs.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::process::Command;
+use std::thread::JoinHandle;
+
+use anyhow::{Context, Result, bail};
+use kvbench_core::{Backend, Endpoint, Transport};
+
+use crate::drivers::Workload;
+use crate::matrix::{Cell, Mode, Op, SET_EX_TTL};
+use crate::results::{Interval, Latency, Row};
+
+/// Name of the redis-benchmark rows.
+pub const REDIS_BENCHMARK: &str = "redis-benchmark";
+/// Name of the loopback floor rows.
+pub const LOOPBACK_FLOOR: &str = "loopback-floor";
+/// The key redis-benchmark uses when not given `-r`.
+const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
+/// Runs per baseline; the reported interval is the lowest and highest of them.
+const RUNS: usize = 3;
+
+/// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
+pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
+
+/// Requests per redis-benchmark run: about a second of work at the speeds seen here.
+fn requests(cell: &Cell, mode: Mode) -> u64 {
+    let full = match cell.op {
+        Op::PipelineSet => 1_000_000,
+        _ if cell.value_size >= 1 << 20 => 2_000,
+        _ if cell.value_size >= 100 << 10 => 10_000,
+        _ => 100_000,
+    };
+    match mode {
+        Mode::Full => full,
+        Mode::Quick => (full / 5).max(cell.pipeline as u64),
+        Mode::Test => (full / 100).max(cell.pipeline as u64),
+    }
+}
+
+/// Runs redis-benchmark for a Redis cell, `RUNS` times, pinned to `cpu`. `prepare` sets or
+/// deletes redis-benchmark's key the way the cell needs (value of the cell's size, or absent).
+pub fn redis_benchmark(
+    cell: &Cell,
+    endpoint: &Endpoint,
+    cpu: Option<usize>,
+    mode: Mode,
+    prepare: &mut PrepareKey<'_>,
+) -> Row {
+    let row = Row::new(cell, REDIS_BENCHMARK, "baseline");
+    match run_redis_benchmark(cell, endpoint, cpu, mode, prepare) {
+        Ok((wall, latency)) => {
+            let mut row = row.with_wall(wall, "redis-benchmark (min..max of 3 runs)");
+            row.latency_ns = latency;
+            row
+        }
+        Err(err) => row.fail("failed", format!("{err:#}")),
+    }
+}
+
+fn run_redis_benchmark(
+    cell: &Cell,
+    endpoint: &Endpoint,
+    cpu: Option<usize>,
+    mode: Mode,
+    prepare: &mut PrepareKey<'_>,
+) -> Result<(Interval, Option<Latency>)> {
+    let value = "x".repeat(cell.value_size);
+    let mut args: Vec<String> = match endpoint {
+        Endpoint::Tcp(addr) => {
+            let (host, port) = addr
+                .rsplit_once(':')
+                .context("TCP endpoint without a port")?;
+            vec!["-h".into(), host.into(), "-p".into(), port.into()]
+        }
+        Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
+    };
+    let requests = requests(cell, mode);
+    args.extend(["-c", "1", "--csv", "-n"].map(String::from));
+    args.push(requests.to_string());
+    match cell.op {
+        // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
+        Op::Get => {
+            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
+            args.extend(["-t", "get"].map(String::from));
+        }
+        Op::GetMiss => {
+            prepare(REDIS_BENCHMARK_KEY, None)?;
+            args.extend(["-t", "get"].map(String::from));
+        }
+        Op::Set => args.extend([
+            "-t".into(),
+            "set".into(),
+            "-d".into(),
+            cell.value_size.to_string(),
+        ]),
+        Op::SetEx => args.extend([
+            "SET".into(),
+            "key:__rand_int__".into(),
+            value.clone(),
+            "EX".into(),
+            SET_EX_TTL.to_string(),
+        ]),
+        Op::PipelineSet => args.extend([
+            "-t".into(),
+            "set".into(),
+            "-d".into(),
+            "3".into(),
+            "-P".into(),
+            cell.pipeline.to_string(),
+        ]),
+    }
+
+    let mut rps = Vec::new();
+    let mut latency = None;
+    for _ in 0..RUNS {
+        let mut command = match cpu {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", &cpu.to_string(), "redis-benchmark"]);
+                c
+            }
+            None => Command::new("redis-benchmark"),
+        };
+        let output = command
+            .args(&args)
+            .output()
+            .context("running redis-benchmark (apt-get install redis-tools)")?;
+        if !output.status.success() {
+            bail!(
+                "redis-benchmark failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let (run_rps, run_latency) = parse_csv(&String::from_utf8_lossy(&output.stdout))?;
+        rps.push(run_rps);
+        latency = Some(run_latency);
+    }
+    let mean_rps = rps.iter().sum::<f64>() / rps.len() as f64;
+    let ns = |r: f64| 1e9 / r;
+    let (min, max) = rps
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    let wall = Interval {
+        mean: ns(mean_rps),
+        lower: ns(max),
+        upper: ns(min),
+    };
+    // Percentiles of a pipelined run are per batch, not per command: leave them out.
+    Ok((wall, latency.filter(|_| cell.is_request_response())))
+}
+
+/// Parses `--csv` output: a header, then `"test","rps","avg_latency_ms","min_latency_ms",
+/// "p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`.
+pub fn parse_csv(csv: &str) -> Result<(f64, Latency)> {
+    let line = csv
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty() && !line.starts_with("\"test\""))
+        .context("redis-benchmark printed no result line")?;
+    let fields: Vec<f64> = line
+        .rsplitn(8, ',')
+        .take(7)
+        .map(|field| field.trim().trim_matches('"').parse::<f64>())
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("redis-benchmark result line {line:?}"))?;
+    // rsplitn yields from the right: max, p99, p95, p50, min, avg, rps.
+    let [_max, p99, _p95, p50, _min, _avg, rps] = fields[..] else {
+        bail!("redis-benchmark result line {line:?} has too few fields");
+    };
+    let ns = |ms: f64| (ms * 1e6).round() as u64;
+    Ok((
+        rps,
+        Latency {
+            p50: ns(p50),
+            p99: ns(p99),
+            p999: None,
+        },
+    ))
+}
+
+/// The bytes a request of `w` puts on the wire from the client the floor is measured with
+/// (`raw-tcp`/`raw-unix` for Redis, `memcached-text` for memcached), and the reply a real server
+/// would send.
+fn floor_exchange(w: &Workload) -> (usize, Vec<u8>) {
+    let mut request = Vec::new();
+    let mut reply = Vec::new();
+    let ttl = SET_EX_TTL.to_string();
+    let len = w.value.len().to_string();
+    match w.cell.backend {
+        Backend::Redis => {
+            let args: Vec<&[u8]> = match w.cell.op {
+                Op::Get | Op::GetMiss => vec![b"GET", &w.key],
+                Op::Set => vec![b"SET", &w.key, &w.value],
+                Op::SetEx => vec![b"SET", &w.key, &w.value, b"EX", ttl.as_bytes()],
+                Op::PipelineSet => unreachable!("no floor for pipelines"),
+            };
+            kvbench_resp::encode_command(&mut request, &args);
+            match w.cell.op {
+                Op::Get => kvbench_resp::encode_reply(
+                    &mut reply,
+                    &kvbench_resp::Reply::Bulk(Some(w.value.clone())),
+                ),
+                Op::GetMiss => reply.extend_from_slice(b"$-1\r\n"),
+                _ => reply.extend_from_slice(b"+OK\r\n"),
+            }
+        }
+        Backend::Memcached => {
+            let key = &w.key[..];
+            match w.cell.op {
+                Op::Get | Op::GetMiss => {
+                    request.extend_from_slice(&[b"get ", key, b"\r\n"].concat())
+                }
+                Op::Set | Op::SetEx => {
+                    let exptime = if w.cell.op == Op::SetEx {
+                        ttl.as_bytes()
+                    } else {
+                        b"0"
+                    };
+                    request.extend_from_slice(
+                        &[b"set ", key, b" 0 ", exptime, b" ", len.as_bytes(), b"\r\n"].concat(),
+                    );
+                    request.extend_from_slice(&w.value);
+                    request.extend_from_slice(b"\r\n");
+                }
+                Op::PipelineSet => unreachable!("no floor for pipelines"),
+            }
+            match w.cell.op {
+                Op::Get => {
+                    reply.extend_from_slice(
+                        &[b"VALUE ", key, b" 0 ", len.as_bytes(), b"\r\n"].concat(),
+                    );
+                    reply.extend_from_slice(&w.value);
+                    reply.extend_from_slice(b"\r\nEND\r\n");
+                }
+                Op::GetMiss => reply.extend_from_slice(b"END\r\n"),
+                _ => reply.extend_from_slice(b"STORED\r\n"),
+            }
+        }
+    }
+    (request.len(), reply)
+}
+
+/// A server that reads exactly one request's worth of bytes and answers a canned reply, on
+/// one connection, pinned to the servers' CPU: the cheapest a round trip can be on this
+/// transport, with no parsing, no hashing and no event loop.
+pub struct LoopbackFloor {
+    /// Where the floor listens.
+    pub endpoint: Endpoint,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn serve(mut stream: impl Read + Write, request_len: usize, reply: &[u8]) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending = 0usize;
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => pending += n,
+        }
+        while pending >= request_len {
+            pending -= request_len;
+            if stream.write_all(reply).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl LoopbackFloor {
+    /// Starts the floor for `w` on `transport`; `dir` holds its Unix socket.
+    pub fn start(
+        w: &Workload,
+        transport: Transport,
+        cpu: Option<usize>,
+        dir: &Path,
+    ) -> Result<LoopbackFloor> {
+        let (request_len, reply) = floor_exchange(w);
+        let pin = move || {
+            if let Some(cpu) = cpu {
+                let _ = kvbench_servers::pin_current_thread(cpu);
+            }
+        };
+        let (endpoint, thread) = match transport {
+            Transport::Tcp => {
+                let listener = TcpListener::bind("127.0.0.1:0")?;
+                let endpoint = Endpoint::Tcp(listener.local_addr()?.to_string());
+                let thread = std::thread::spawn(move || {
+                    pin();
+                    if let Ok((stream, _)) = listener.accept() {
+                        let _ = stream.set_nodelay(true);
+                        serve(stream, request_len, &reply);
+                    }
+                });
+                (endpoint, thread)
+            }
+            Transport::Unix => {
+                let path = dir.join(format!("floor-{}.sock", std::process::id()));
+                let _ = std::fs::remove_file(&path);
+                let listener = UnixListener::bind(&path)?;
+                let thread = std::thread::spawn(move || {
+                    pin();
+                    if let Ok((stream, _)) = listener.accept() {
+                        serve(stream, request_len, &reply);
+                    }
+                });
+                (Endpoint::Unix(path), thread)
+            }
+        };
+        Ok(LoopbackFloor {
+            endpoint,
+            thread: Some(thread),
+        })
+    }
+
+    /// The client the floor is measured with: the fastest raw client of the backend.
+    pub fn client_name(backend: Backend, transport: Transport) -> &'static str {
+        match (backend, transport) {
+            (Backend::Redis, Transport::Tcp) => "raw-tcp",
+            (Backend::Redis, Transport::Unix) => "raw-unix",
+            (Backend::Memcached, _) => "memcached-text",
+        }
+    }
+
+    /// Waits for the server thread, which ends when the client disconnects.
+    pub fn join(mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        if let Endpoint::Unix(path) = &self.endpoint {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_redis_benchmark_csv() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"GET\",\"82034.45\",\"0.011\",\"0.008\",\"0.011\",\"0.015\",\"0.023\",\"0.311\"\n";
+        let (rps, latency) = parse_csv(csv).unwrap();
+        assert_eq!(rps, 82034.45);
+        assert_eq!(
+            (latency.p50, latency.p99, latency.p999),
+            (11_000, 23_000, None)
+        );
+    }
+
+    #[test]
+    fn parses_a_custom_command_with_commas_in_its_name() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"SET key:__rand_int__ a,b EX 100\",\"1000.00\",\"1.0\",\"0.5\",\"0.9\",\"2.0\",\"3.0\",\"4.0\"\n";
+        let (rps, latency) = parse_csv(csv).unwrap();
+        assert_eq!(rps, 1000.0);
+        assert_eq!(latency.p99, 3_000_000);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(parse_csv("").is_err());
+        assert!(parse_csv("\"GET\",\"fast\"\n").is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! Cost per operation, measured in a second pass after criterion's timing: CPU time, system
+//! calls, allocations, and (for request/response cells) latency percentiles.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use perf_event::events::Tracepoint;
+use perf_event::{Builder, Counter};
+
+/// A global allocator that counts allocations and bytes while [`CountingAllocator::enable`] is
+/// on, across every thread of the process (fred and tokio allocate on their own tasks).
+///
+/// Off, it costs one relaxed load per allocation, so criterion's timings are not burdened by
+/// the counting.
+pub struct CountingAllocator;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+impl CountingAllocator {
+    /// Starts or stops counting.
+    pub fn enable(on: bool) {
+        COUNTING.store(on, Ordering::SeqCst);
+    }
+
+    /// (allocations, bytes) so far.
+    pub fn counts() -> (u64, u64) {
+        (
+            ALLOCATIONS.load(Ordering::SeqCst),
+            ALLOCATED_BYTES.load(Ordering::SeqCst),
+        )
+    }
+
+    fn note(bytes: usize) {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            ALLOCATED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
+// atomics and never allocates.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::note(layout.size());
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, forwarded as is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::note(layout.size());
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        Self::note(new_size);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+/// CPU time of the whole process (every thread), from `CLOCK_PROCESS_CPUTIME_ID`.
+pub fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The system calls that move bytes through a socket. Clients reach the same socket through
+/// different calls (std reads a socket with `recv`, which is the `recvfrom` syscall, and writes
+/// with `write`; fred writes with `writev`), so the whole family is counted.
+const IO_SYSCALLS: &[&str] = &[
+    "read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg",
+];
+
+const TRACEFS: &str = "/sys/kernel/tracing/events";
+
+/// Counts system calls made by the calling thread and the threads it starts while counting
+/// (perf tracepoint counters with `inherit`), through the kernel's tracepoints
+/// `syscalls:sys_enter_*` and `raw_syscalls:sys_enter`.
+///
+/// Open one per measurement, right before it: `inherit` follows every thread started after
+/// the counter is opened, and the counts of exited children survive a reset. Opened early, it
+/// would also count the loopback floor's server thread and every earlier child process.
+///
+/// Needs tracefs at `/sys/kernel/tracing` and permission to open tracepoint counters (root, or
+/// `perf_event_paranoid` <= -1); `bench-suite/setup.sh` mounts tracefs. Without them, syscall
+/// counts are reported as missing, with the reason, and the run goes on.
+pub struct SyscallCounter {
+    io: Vec<Counter>,
+    all: Counter,
+}
+
+fn tracepoint(name: &str) -> std::io::Result<Counter> {
+    let id_file = format!("{TRACEFS}/{name}/id");
+    let id: u64 = std::fs::read_to_string(&id_file)
+        .map_err(|err| std::io::Error::new(err.kind(), format!("{id_file}: {err}")))?
+        .trim()
+        .parse()
+        .map_err(|_| std::io::Error::other(format!("{id_file}: not a number")))?;
+    Builder::new(Tracepoint::with_id(id))
+        .observe_self()
+        .any_cpu()
+        .inherit(true)
+        .enabled(false)
+        .build()
+}
+
+impl SyscallCounter {
+    /// Opens the counters (disabled).
+    pub fn open() -> Result<SyscallCounter, String> {
+        let io = IO_SYSCALLS
+            .iter()
+            .map(|name| tracepoint(&format!("syscalls/sys_enter_{name}")))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|err| format!("syscall counters unavailable: {err}"))?;
+        let all = tracepoint("raw_syscalls/sys_enter")
+            .map_err(|err| format!("syscall counters unavailable: {err}"))?;
+        Ok(SyscallCounter { io, all })
+    }
+
+    fn each(&mut self, f: impl Fn(&mut Counter) -> std::io::Result<()>) -> std::io::Result<()> {
+        for counter in self.io.iter_mut().chain(std::iter::once(&mut self.all)) {
+            f(counter)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the counters.
+    pub fn start(&mut self) -> std::io::Result<()> {
+        self.each(|c| c.enable())
+    }
+
+    /// Stops the counters and returns (socket I/O syscalls, all syscalls).
+    pub fn stop(&mut self) -> std::io::Result<(u64, u64)> {
+        self.each(|c| c.disable())?;
+        let mut io = 0;
+        for counter in &mut self.io {
+            io += counter.read()?;
+        }
+        Ok((io, self.all.read()?))
+    }
+}
+
+/// What one cost pass measured, per operation (per command for pipelines).
+#[derive(Debug, Clone, Default)]
+pub struct Costs {
+    /// Process CPU time per op, ns (all threads of the bench process; the server is not included).
+    pub cpu_ns_per_op: Option<f64>,
+    /// read/write/send/recv-family syscalls per op.
+    pub syscalls_per_op: Option<f64>,
+    /// All syscalls per op (epoll, futex, ... included).
+    pub all_syscalls_per_op: Option<f64>,
+    /// Allocations per op.
+    pub allocs_per_op: Option<f64>,
+    /// Bytes allocated per op.
+    pub alloc_bytes_per_op: Option<f64>,
+    /// Latency percentiles of single operations, ns (request/response cells only).
+    pub latency_ns: Option<[u64; 3]>,
+    /// Operations measured.
+    pub ops: u64,
+    /// Wall time of all the calls together.
+    pub elapsed: Duration,
+}
+
+/// Runs `run(n, each)` — which performs `n` timed calls, each covering `ops_per_call`
+/// operations, reporting each call's duration to `each` — and measures its costs. Syscalls are
+/// counted when `count_syscalls` is set and the counters can be opened.
+pub fn measure(
+    count_syscalls: bool,
+    calls: u64,
+    ops_per_call: u64,
+    with_latency: bool,
+    run: impl FnOnce(u64, &mut dyn FnMut(Duration)) -> kvbench_core::Result<()>,
+) -> kvbench_core::Result<Costs> {
+    // 3 significant digits from 1 ns to 60 s: enough for 8 us round trips and 1 s pipelines.
+    let mut histogram =
+        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+    let mut syscalls = if count_syscalls {
+        SyscallCounter::open().ok()
+    } else {
+        None
+    };
+    if let Some(counter) = syscalls.as_mut() {
+        counter.start().map_err(kvbench_core::Error::Io)?;
+    }
+    let (allocs_before, bytes_before) = CountingAllocator::counts();
+    CountingAllocator::enable(true);
+    let cpu_before = process_cpu_time();
+
+    let mut elapsed_total = Duration::ZERO;
+    let result = run(calls, &mut |elapsed| {
+        elapsed_total += elapsed;
+        if with_latency {
+            let _ = histogram.record(elapsed.as_nanos().max(1) as u64);
+        }
+    });
+
+    let cpu = process_cpu_time() - cpu_before;
+    CountingAllocator::enable(false);
+    let (allocs_after, bytes_after) = CountingAllocator::counts();
+    let counted = match syscalls.as_mut() {
+        Some(counter) => Some(counter.stop().map_err(kvbench_core::Error::Io)?),
+        None => None,
+    };
+    result?;
+
+    let ops = calls * ops_per_call;
+    let per_op = |n: f64| n / ops as f64;
+    Ok(Costs {
+        cpu_ns_per_op: Some(per_op(cpu.as_nanos() as f64)),
+        syscalls_per_op: counted.map(|(io, _)| per_op(io as f64)),
+        all_syscalls_per_op: counted.map(|(_, all)| per_op(all as f64)),
+        allocs_per_op: Some(per_op((allocs_after - allocs_before) as f64)),
+        alloc_bytes_per_op: Some(per_op((bytes_after - bytes_before) as f64)),
+        latency_ns: (with_latency && !histogram.is_empty()).then(|| {
+            [
+                histogram.value_at_quantile(0.5),
+                histogram.value_at_quantile(0.99),
+                histogram.value_at_quantile(0.999),
+            ]
+        }),
+        ops,
+        elapsed: elapsed_total,
+    })
+}

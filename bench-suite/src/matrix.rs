@@ -1,0 +1,333 @@
+//! The matrix: which cells exist, and which settings a run uses.
+
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use kvbench_core::{Backend, Transport};
+
+/// The operation a cell measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// GET of a key that holds a value of the cell's size.
+    Get,
+    /// GET of a key that does not exist.
+    GetMiss,
+    /// SET of a value of the cell's size.
+    Set,
+    /// SET with a 100 s expiry (`SET k v EX 100`; memcached `set k 0 100 n`).
+    SetEx,
+    /// `set_many` of `pipeline` items `foo` = `bar`.
+    PipelineSet,
+}
+
+impl Op {
+    /// Name used in cell ids and results files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Get => "get",
+            Op::GetMiss => "get_miss",
+            Op::Set => "set",
+            Op::SetEx => "set_ex",
+            Op::PipelineSet => "pipeline_set",
+        }
+    }
+}
+
+/// Expiry used by SET EX cells, in seconds.
+pub const SET_EX_TTL: u32 = 100;
+
+/// One cell of the matrix: an operation, a size, a transport and a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    /// Redis or memcached.
+    pub backend: Backend,
+    /// What is measured.
+    pub op: Op,
+    /// Value size in bytes (3 for `bar`).
+    pub value_size: usize,
+    /// Commands per `set_many` call; 1 outside pipelines.
+    pub pipeline: usize,
+    /// TCP or Unix socket.
+    pub transport: Transport,
+}
+
+/// `3B`, `2KiB`, `100KiB`, `1MiB`.
+pub fn size_label(bytes: usize) -> String {
+    match bytes {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{}MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{}KiB", n >> 10),
+        n => format!("{n}B"),
+    }
+}
+
+impl Cell {
+    /// Group id, for example `redis/get/3B/unix` or `memcached/pipeline_set/100000/tcp`.
+    pub fn id(&self) -> String {
+        let size = match self.op {
+            Op::PipelineSet => self.pipeline.to_string(),
+            Op::GetMiss => "none".to_string(),
+            _ => size_label(self.value_size),
+        };
+        format!(
+            "{}/{}/{size}/{}",
+            self.backend,
+            self.op.as_str(),
+            self.transport
+        )
+    }
+
+    /// Operations per timed iteration: the pipeline depth, or 1.
+    pub fn ops_per_iteration(&self) -> u64 {
+        self.pipeline as u64
+    }
+
+    /// Request/response cells get latency percentiles; pipelines do not.
+    pub fn is_request_response(&self) -> bool {
+        self.op != Op::PipelineSet
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+fn cells_for(ops: &[(Op, usize, usize)]) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for backend in [Backend::Redis, Backend::Memcached] {
+        for &(op, value_size, pipeline) in ops {
+            for &transport in Transport::ALL {
+                cells.push(Cell {
+                    backend,
+                    op,
+                    value_size,
+                    pipeline,
+                    transport,
+                });
+            }
+        }
+    }
+    cells
+}
+
+/// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
+/// pipelined SET at depths 1,000 / 100,000 / 1,000,000; TCP and Unix; Redis and memcached.
+pub fn full_matrix() -> Vec<Cell> {
+    cells_for(&[
+        (Op::Get, 3, 1),
+        (Op::Get, 2 * KIB, 1),
+        (Op::Get, 100 * KIB, 1),
+        (Op::Get, MIB, 1),
+        (Op::GetMiss, 0, 1),
+        (Op::Set, 3, 1),
+        (Op::Set, 100 * KIB, 1),
+        (Op::SetEx, 100 * KIB, 1),
+        (Op::PipelineSet, 3, 1_000),
+        (Op::PipelineSet, 3, 100_000),
+        (Op::PipelineSet, 3, 1_000_000),
+    ])
+}
+
+/// The representative subset: GET 3 B, GET 1 MiB, GET miss, SET EX 100 KiB, pipeline 100,000.
+pub fn quick_matrix() -> Vec<Cell> {
+    cells_for(&[
+        (Op::Get, 3, 1),
+        (Op::Get, MIB, 1),
+        (Op::GetMiss, 0, 1),
+        (Op::SetEx, 100 * KIB, 1),
+        (Op::PipelineSet, 3, 100_000),
+    ])
+}
+
+/// How much of the matrix a run covers, and with what criterion settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The whole matrix.
+    Full,
+    /// The representative subset, short measurements.
+    Quick,
+    /// criterion's `--test`: every pair once, verification included (CI smoke test).
+    Test,
+}
+
+impl Mode {
+    /// Name recorded in results.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Quick => "quick",
+            Mode::Test => "test",
+        }
+    }
+
+    /// criterion warm-up and measurement time per (cell, client) — see `bench-suite/README.md`
+    /// for why the full run does not use criterion's 3 s + 5 s defaults (about 250 functions
+    /// would take 35 minutes on their own).
+    pub fn timing(self) -> (Duration, Duration, usize) {
+        match self {
+            Mode::Full => (Duration::from_millis(1000), Duration::from_millis(2000), 50),
+            Mode::Quick | Mode::Test => {
+                (Duration::from_millis(200), Duration::from_millis(500), 10)
+            }
+        }
+    }
+}
+
+/// Where the servers and the benchmark run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementMode {
+    /// Servers and client pinned to the same CPU: a round trip needs no cross-CPU wake-up.
+    SameCore,
+    /// Servers on one CPU, client on another.
+    Split,
+    /// No pinning: the scheduler decides, differently from run to run.
+    None,
+}
+
+/// CPU placement of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The mode it came from.
+    pub mode: PlacementMode,
+    /// CPU of every server (and the loopback floor's server thread).
+    pub server_cpu: Option<usize>,
+    /// CPU of the benchmark process (every client thread and runtime).
+    pub client_cpu: Option<usize>,
+}
+
+impl Placement {
+    /// `same-core` (default), `split` or `none`, on a machine with `cores` CPUs.
+    pub fn parse(value: &str, cores: usize) -> Result<Placement> {
+        let last = cores.saturating_sub(1);
+        let (mode, server_cpu, client_cpu) = match value {
+            "same-core" | "" => (PlacementMode::SameCore, Some(last), Some(last)),
+            "split" if cores >= 2 => (PlacementMode::Split, Some(last), Some(0)),
+            "split" => bail!("PLACEMENT=split needs two CPUs; this machine has {cores}"),
+            "none" => (PlacementMode::None, None, None),
+            other => bail!("PLACEMENT={other:?}: want same-core, split or none"),
+        };
+        Ok(Placement {
+            mode,
+            server_cpu,
+            client_cpu,
+        })
+    }
+
+    /// Name recorded in results.json.
+    pub fn mode_str(&self) -> &'static str {
+        match self.mode {
+            PlacementMode::SameCore => "same-core",
+            PlacementMode::Split => "split",
+            PlacementMode::None => "none",
+        }
+    }
+}
+
+/// Everything a run is configured with, from the environment (the Makefile passes these).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Full, quick or test.
+    pub mode: Mode,
+    /// CPU placement.
+    pub placement: Placement,
+    /// `CLIENTS=raw-tcp,fred`: only these clients (exact names); empty means all.
+    pub clients: Vec<String>,
+    /// `CELLS=get,unix`: only cells whose id contains every one of these words.
+    pub cells: Vec<String>,
+    /// `RUN_ID`: the folder under `reports/`; default: the start time and mode.
+    pub run_id: Option<String>,
+}
+
+fn list(value: Option<String>) -> Vec<String> {
+    value
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|word| !word.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl Settings {
+    /// Reads `MODE`, `PLACEMENT`, `CLIENTS`, `CELLS` and `RUN_ID`; `test_flag` is true when
+    /// criterion was given `--test`.
+    pub fn from_env(test_flag: bool) -> Result<Settings> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mode = match (test_flag, var("MODE").as_deref()) {
+            (true, _) => Mode::Test,
+            (false, None | Some("full")) => Mode::Full,
+            (false, Some("quick")) => Mode::Quick,
+            (false, Some(other)) => bail!("MODE={other:?}: want full or quick"),
+        };
+        let cores = crate::results::online_cpus();
+        let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
+            .context("reading PLACEMENT")?;
+        Ok(Settings {
+            mode,
+            placement,
+            clients: list(var("CLIENTS")),
+            cells: list(var("CELLS")),
+            run_id: var("RUN_ID"),
+        })
+    }
+
+    /// The cells this run covers.
+    pub fn cells(&self) -> Vec<Cell> {
+        let all = match self.mode {
+            Mode::Full | Mode::Test => full_matrix(),
+            Mode::Quick => quick_matrix(),
+        };
+        all.into_iter()
+            .filter(|cell| {
+                let id = cell.id();
+                self.cells.iter().all(|word| id.contains(word.as_str()))
+            })
+            .collect()
+    }
+
+    /// True if the client is selected.
+    pub fn wants_client(&self, name: &str) -> bool {
+        self.clients.is_empty() || self.clients.iter().any(|c| c == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_ids_are_unique_and_readable() {
+        let cells = full_matrix();
+        assert_eq!(cells.len(), 44);
+        let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
+        assert_eq!(ids.len(), cells.len());
+        assert!(ids.contains("redis/get/3B/unix"));
+        assert!(ids.contains("memcached/pipeline_set/1000000/tcp"));
+        assert!(ids.contains("redis/get/1MiB/tcp"));
+        assert!(ids.contains("redis/get_miss/none/tcp"));
+    }
+
+    #[test]
+    fn quick_matrix_is_a_subset() {
+        let full = full_matrix();
+        let quick = quick_matrix();
+        assert_eq!(quick.len(), 20);
+        assert!(quick.iter().all(|cell| full.contains(cell)));
+    }
+
+    #[test]
+    fn placement_modes() {
+        let same = Placement::parse("same-core", 2).unwrap();
+        assert_eq!((same.server_cpu, same.client_cpu), (Some(1), Some(1)));
+        let split = Placement::parse("split", 2).unwrap();
+        assert_eq!((split.server_cpu, split.client_cpu), (Some(1), Some(0)));
+        assert!(Placement::parse("split", 1).is_err());
+        assert_eq!(Placement::parse("none", 2).unwrap().client_cpu, None);
+        assert!(Placement::parse("sideways", 2).is_err());
+    }
+}

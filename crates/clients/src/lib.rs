@@ -1,0 +1,55 @@
+//! The one list of clients.
+//!
+//! Every test in the conformance kit and every benchmark cell runs over [`all`]. Adding a client is
+//! one line here (plus its crate in `Cargo.toml`); nothing else in the suite names clients.
+#![deny(missing_docs)]
+
+use kvbench_core::ClientSpec;
+
+/// Every client, hand-written first, then libraries.
+pub fn all() -> Vec<ClientSpec> {
+    vec![
+        kvbench_raw_tcp::SPEC,
+        kvbench_raw_tcp::SPEC_PER_TOKEN,
+        kvbench_raw_tcp::SPEC_NAGLE,
+        kvbench_raw_tcp::SPEC_PER_TOKEN_NAGLE,
+        kvbench_raw_unix::SPEC,
+        kvbench_buffered::SPEC,
+        kvbench_inline::SPEC,
+        kvbench_memcached_text::SPEC,
+        kvbench_lib_redis::SPEC_SYNC,
+        kvbench_lib_redis::SPEC_ASYNC,
+        kvbench_lib_fred::SPEC,
+        kvbench_lib_memcache::SPEC_BINARY,
+        kvbench_lib_memcache::SPEC_BINARY_NO_CHECK,
+        kvbench_lib_memcache::SPEC_ASCII,
+        kvbench_lib_memcache::SPEC_ASCII_NO_CHECK,
+    ]
+}
+
+/// The client with this name, if any.
+pub fn by_name(name: &str) -> Option<ClientSpec> {
+    all().into_iter().find(|spec| spec.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique() {
+        let mut seen = HashSet::new();
+        for spec in super::all() {
+            assert!(
+                seen.insert(spec.name),
+                "duplicate client name {}",
+                spec.name
+            );
+            assert!(
+                !spec.transports.is_empty(),
+                "{} has no transport",
+                spec.name
+            );
+        }
+    }
+}

@@ -1,0 +1,660 @@
+//! Hostile servers: every client against a scripted fake server that answers a `get` with bytes
+//! no honest server sends — a reply cut short, a wrong type byte, an absurd or negative length, a
+//! missing CRLF, a connection closed mid-value, a reply dripped a byte at a time, arrays nested
+//! a hundred thousand deep, a memcached `VALUE` whose byte count disagrees with its data.
+//!
+//! **Hand-written clients are judged.** Each case is a test named `client/transport/case`. The
+//! client must return the expected typed error (`Protocol`, `Timeout` or `Io`) within its read
+//! timeout plus a margin (a hang guard, not a performance claim), must not panic, must not
+//! allocate more than the case allows (a per-thread peak from a counting allocator), and must
+//! treat the connection as broken afterwards: the next call fails *and the fake server receives
+//! no byte after its answer* (counted on the server side).
+//!
+//! **Library clients are recorded.** The same cases run against redis-rs, redis-rs/async, fred
+//! and the memcache variants (binary-protocol variants get binary-protocol cases). Each runs in a
+//! child process — a library may abort the process on an allocation it cannot make — and the
+//! test fails only if the child hangs. What each library did is printed as a table at the end.
+
+mod fake;
+mod peak_alloc;
+
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use fake::{Answer, Behaviour, Dialect, FakeServer, Report, binary_response};
+use kvbench_core::{Backend, ClientSpec, Error, Kind, Options, Transport};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+#[global_allocator]
+static ALLOCATOR: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
+
+/// Every timeout the clients get. Short, so that the whole file runs in seconds.
+const TIMEOUT: Duration = Duration::from_millis(300);
+
+/// How far past its timeout a call may return before it counts as hung. Generous: two cores
+/// shared with other test binaries can stall a thread for a while.
+const MARGIN: Duration = Duration::from_millis(1500);
+
+/// How often the drip case sends its next byte: more often than the read timeout, so only a
+/// client that bounds the whole reply (not each read) stops it in time.
+const DRIP_EVERY: Duration = Duration::from_millis(100);
+
+/// Allocation a hand-written client may make during one hostile call when the case claims
+/// nothing large: the replies here are at most a few hundred KiB.
+const SMALL_ALLOC_LIMIT: usize = 1 << 20;
+
+/// A library case that has not finished by then has hung.
+const LIBRARY_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A hand-written case that has not finished by then has hung (its own checks are tighter).
+const CASE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How many cases run at once by default.
+const PARALLEL_CASES: usize = 8;
+
+/// Set in a child process: run this one library case and print its row.
+const CHILD_VAR: &str = "KVBENCH_HOSTILE_CHILD";
+
+/// The key every case asks for; memcached fakes echo it in their `VALUE` lines.
+const KEY: &[u8] = b"k";
+
+/// The error a hand-written client must return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Protocol,
+    Timeout,
+    Io,
+}
+
+struct Case {
+    name: &'static str,
+    dialect: Dialect,
+    answer: Answer,
+    /// `None` for cases only library clients meet (the binary protocol).
+    expect: Option<Expect>,
+    /// Most bytes a hand-written client may allocate during the call.
+    alloc_limit: usize,
+}
+
+fn case(name: &'static str, dialect: Dialect, expect: Expect, answer: Answer) -> Case {
+    Case {
+        name,
+        dialect,
+        answer,
+        expect: Some(expect),
+        alloc_limit: SMALL_ALLOC_LIMIT,
+    }
+}
+
+fn silence(bytes: impl AsRef<[u8]>) -> Answer {
+    Answer::ThenSilence(bytes.as_ref().to_vec())
+}
+
+fn close(bytes: &[u8]) -> Answer {
+    Answer::ThenClose(bytes.to_vec())
+}
+
+fn drip(bytes: &[u8]) -> Answer {
+    Answer::Drip {
+        bytes: bytes.to_vec(),
+        every: DRIP_EVERY,
+    }
+}
+
+fn redis_cases() -> Vec<Case> {
+    use Dialect::Resp;
+    use Expect::*;
+    // *1\r\n*1\r\n... a hundred thousand deep: a recursive parser without a limit overflows its stack.
+    let nested = [b"*1\r\n".repeat(100_000), b":1\r\n".to_vec()].concat();
+    let endless_line = [&b"+"[..], &vec![b'a'; 100 * 1024]].concat();
+    let largest_bulk = format!("${}\r\nhello", kvbench_resp::MAX_BULK_LEN);
+    vec![
+        case(
+            "truncated_reply_then_silence",
+            Resp,
+            Timeout,
+            silence(b"$5\r\nhel"),
+        ),
+        case(
+            "wrong_type_byte",
+            Resp,
+            Protocol,
+            silence(b"!5\r\nhello\r\n"),
+        ),
+        case(
+            "reply_of_the_wrong_type",
+            Resp,
+            Protocol,
+            silence(b":1\r\n"),
+        ),
+        case(
+            "absurd_bulk_length",
+            Resp,
+            Protocol,
+            silence(b"$99999999999\r\n"),
+        ),
+        case(
+            "absurd_array_length",
+            Resp,
+            Protocol,
+            silence(b"*4294967296\r\n"),
+        ),
+        case("negative_bulk_length", Resp, Protocol, silence(b"$-5\r\n")),
+        case(
+            "missing_crlf_after_bulk",
+            Resp,
+            Protocol,
+            silence(b"$5\r\nhelloXY"),
+        ),
+        case(
+            "bare_lf_in_header",
+            Resp,
+            Protocol,
+            silence(b"$5\nhello\r\n"),
+        ),
+        case("line_without_end", Resp, Protocol, silence(endless_line)),
+        case("closed_mid_bulk", Resp, Io, close(b"$10\r\nhello")),
+        case(
+            "dripped_past_the_timeout",
+            Resp,
+            Timeout,
+            drip(b"$1\r\nx\r\n"),
+        ),
+        case("deeply_nested_arrays", Resp, Protocol, silence(nested)),
+        // The largest length the decoder allows: the client may reserve that much (it is the
+        // cap), but not more, and must still time out when the data never comes.
+        Case {
+            alloc_limit: 2 * kvbench_resp::MAX_BULK_LEN,
+            ..case(
+                "largest_allowed_bulk_then_silence",
+                Resp,
+                Timeout,
+                silence(largest_bulk),
+            )
+        },
+    ]
+}
+
+fn memcached_text_cases() -> Vec<Case> {
+    use Dialect::MemcachedText as Text;
+    use Expect::*;
+    let endless_line = vec![b'a'; 4 * 1024];
+    let largest_value = format!(
+        "VALUE k 0 {}\r\nhello",
+        kvbench_memcached_text::reply::MAX_VALUE_LEN
+    );
+    vec![
+        case(
+            "truncated_reply_then_silence",
+            Text,
+            Timeout,
+            silence(b"VALUE k 0 5\r\nhel"),
+        ),
+        case(
+            "unknown_status_line",
+            Text,
+            Protocol,
+            silence(b"EXISTS_SOMEHOW\r\n"),
+        ),
+        case(
+            "wrong_type_byte",
+            Text,
+            Protocol,
+            silence(b"$5\r\nhello\r\n"),
+        ),
+        case(
+            "absurd_value_length",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 99999999999\r\n"),
+        ),
+        case(
+            "negative_value_length",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 -5\r\n"),
+        ),
+        case(
+            "byte_count_below_the_data",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 3\r\nhello\r\nEND\r\n"),
+        ),
+        case(
+            "byte_count_above_the_data",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 8\r\nhello\r\nEND\r\n"),
+        ),
+        case(
+            "value_for_another_key",
+            Text,
+            Protocol,
+            silence(b"VALUE other 0 5\r\nhello\r\nEND\r\n"),
+        ),
+        case("bare_lf_in_status", Text, Protocol, silence(b"END\n")),
+        case("line_without_end", Text, Protocol, silence(endless_line)),
+        case(
+            "closed_mid_value",
+            Text,
+            Io,
+            close(b"VALUE k 0 10\r\nhello"),
+        ),
+        case(
+            "dripped_past_the_timeout",
+            Text,
+            Timeout,
+            drip(b"VALUE k 0 1\r\nx\r\nEND\r\n"),
+        ),
+        Case {
+            alloc_limit: 2 * kvbench_memcached_text::reply::MAX_VALUE_LEN,
+            ..case(
+                "largest_allowed_value_then_silence",
+                Text,
+                Timeout,
+                silence(largest_value),
+            )
+        },
+    ]
+}
+
+/// Binary-protocol faults, for the `memcache` crate's default protocol (no hand-written client
+/// speaks it). A GET response: header, 4 bytes of flags (extras), then the value.
+fn memcached_binary_cases() -> Vec<Case> {
+    const GET: u8 = 0x00;
+    let opaque = [0; 4];
+    let flags_and_value = [&[0u8; 4][..], b"hello"].concat();
+    let valid = binary_response(GET, 4, 0, 9, opaque, &flags_and_value);
+    let mut bad_magic = valid.clone();
+    bad_magic[0] = 0x00;
+    let binary = |name, answer| Case {
+        name,
+        dialect: Dialect::MemcachedBinary,
+        answer,
+        expect: None,
+        alloc_limit: 0,
+    };
+    vec![
+        binary("truncated_header_then_silence", silence(&valid[..10])),
+        binary("bad_magic_byte", silence(&bad_magic)),
+        binary(
+            "absurd_body_length",
+            silence(binary_response(
+                GET,
+                4,
+                0,
+                u32::MAX,
+                opaque,
+                &flags_and_value,
+            )),
+        ),
+        // Four bytes of extras arrive, but the total body length claims none.
+        binary(
+            "body_shorter_than_its_extras",
+            silence(binary_response(GET, 4, 0, 0, opaque, &[0; 4])),
+        ),
+        binary(
+            "unknown_status",
+            silence(binary_response(GET, 0, 0x7777, 0, opaque, &[])),
+        ),
+        binary(
+            "closed_mid_body",
+            close(&binary_response(GET, 4, 0, 14, opaque, &flags_and_value)),
+        ),
+        binary("dripped_past_the_timeout", drip(&valid)),
+    ]
+}
+
+/// The cases a client meets, by the protocol it speaks.
+fn cases_for(spec: &ClientSpec) -> Vec<Case> {
+    match spec.backend {
+        Backend::Redis => redis_cases(),
+        // The memcache crate speaks binary unless its URL asks for ascii; its specs say which.
+        Backend::Memcached if spec.kind == Kind::Library && !spec.name.contains("ascii") => {
+            memcached_binary_cases()
+        }
+        Backend::Memcached => memcached_text_cases(),
+    }
+}
+
+fn options() -> Options {
+    Options {
+        connect_timeout: TIMEOUT,
+        read_timeout: TIMEOUT,
+        write_timeout: TIMEOUT,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observing one client on one case
+// ---------------------------------------------------------------------------------------------
+
+/// What one call did.
+#[derive(Debug)]
+enum Outcome {
+    Hit(usize),
+    Miss,
+    Failed(Error),
+    Panicked(String),
+}
+
+impl Outcome {
+    fn of(result: std::thread::Result<kvbench_core::Result<Option<Vec<u8>>>>) -> Outcome {
+        match result {
+            Ok(Ok(Some(value))) => Outcome::Hit(value.len()),
+            Ok(Ok(None)) => Outcome::Miss,
+            Ok(Err(err)) => Outcome::Failed(err),
+            Err(panic) => Outcome::Panicked(panic_message(&*panic)),
+        }
+    }
+
+    /// `Err(Protocol)`, `Ok(Some(5 bytes))`, `panicked: ...`.
+    fn short(&self) -> String {
+        match self {
+            Outcome::Hit(len) => format!("Ok(Some({len} bytes))"),
+            Outcome::Miss => "Ok(None)".into(),
+            Outcome::Failed(err) => format!("Err({})", variant(err)),
+            Outcome::Panicked(msg) => format!("panicked: {msg}"),
+        }
+    }
+}
+
+fn variant(err: &Error) -> &'static str {
+    match err {
+        Error::Connect { .. } => "Connect",
+        Error::Io(_) => "Io",
+        Error::Timeout(_) => "Timeout",
+        Error::Protocol(_) => "Protocol",
+        Error::Server(_) => "Server",
+        Error::InvalidInput(_) => "InvalidInput",
+        Error::Unsupported(_) => "Unsupported",
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+struct Observation {
+    first: Outcome,
+    elapsed: Duration,
+    /// Bytes this thread allocated on top of what was live before the call, at most.
+    peak_growth: usize,
+    second: Outcome,
+    server: Report,
+}
+
+impl Observation {
+    fn row(&self) -> String {
+        let reuse = match (
+            self.server.bytes_after_answer,
+            self.server.connections_after_answer,
+        ) {
+            (0, 0) => "nothing sent after it".to_string(),
+            (bytes, 0) => format!("{bytes} bytes sent after it on the same connection"),
+            (bytes, reconnects) => format!("{bytes} bytes sent after it, {reconnects} reconnects"),
+        };
+        format!(
+            "{} in {} ms (peak +{}); next call {}; {reuse}",
+            self.first.short(),
+            self.elapsed.as_millis(),
+            peak_alloc::human(self.peak_growth),
+            self.second.short(),
+        )
+    }
+}
+
+/// Connects `spec` to a fake that answers its first `get` with the case's answer, makes that
+/// call and one more, closes the client and asks the fake what it received.
+fn observe(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<Observation, String> {
+    let server = FakeServer::start(
+        case.dialect,
+        transport,
+        Behaviour::Hostile(case.answer.clone()),
+    );
+    let mut client = match catch_unwind(AssertUnwindSafe(|| {
+        (spec.connect)(server.endpoint(), &options())
+    })) {
+        Ok(Ok(client)) => client,
+        Ok(Err(err)) => return Err(format!("connect to the fake server: {err}")),
+        Err(panic) => return Err(format!("connect panicked: {}", panic_message(&*panic))),
+    };
+    let live_before = peak_alloc::reset_thread_peak();
+    peak_alloc::reset_largest_request();
+    let started = Instant::now();
+    let first = Outcome::of(catch_unwind(AssertUnwindSafe(|| client.get(KEY))));
+    let elapsed = started.elapsed();
+    let peak_growth = peak_alloc::thread_peak().saturating_sub(live_before);
+    let second = Outcome::of(catch_unwind(AssertUnwindSafe(|| client.get(KEY))));
+    // Closing first lets the fake read to end of stream, so it counts every byte sent.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(client)));
+    let server = server.finish();
+    if !server.answered {
+        return Err("the fake server never received the request it answers".into());
+    }
+    Ok(Observation {
+        first,
+        elapsed,
+        peak_growth,
+        second,
+        server,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-written clients: judged
+// ---------------------------------------------------------------------------------------------
+
+fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
+    let expect = case
+        .expect
+        .expect("hand-written clients meet only judged cases");
+    let seen = observe(spec, transport, case)?;
+    let row = seen.row();
+    let fail = |what: String| Err(format!("{what}\n  observed: {row}"));
+    let got_expected = match (&seen.first, expect) {
+        (Outcome::Failed(Error::Protocol(_)), Expect::Protocol)
+        | (Outcome::Failed(Error::Timeout(_)), Expect::Timeout)
+        | (Outcome::Failed(Error::Io(_)), Expect::Io) => true,
+        (Outcome::Panicked(msg), _) => return fail(format!("the client panicked: {msg}")),
+        _ => false,
+    };
+    if !got_expected {
+        return fail(format!("want Err({expect:?}), got {:?}", seen.first));
+    }
+    if seen.elapsed > TIMEOUT + MARGIN {
+        return fail(format!(
+            "took {:?}, more than the {TIMEOUT:?} timeout + {MARGIN:?}",
+            seen.elapsed
+        ));
+    }
+    if seen.peak_growth > case.alloc_limit {
+        return fail(format!(
+            "allocated {} during the call, over the limit of {}",
+            peak_alloc::human(seen.peak_growth),
+            peak_alloc::human(case.alloc_limit)
+        ));
+    }
+    match &seen.second {
+        Outcome::Failed(err) if err.breaks_connection() => {}
+        other => return fail(format!("the next call should fail at once, got {other:?}")),
+    }
+    if seen.server.bytes_after_answer != 0 || seen.server.connections != 1 {
+        return fail(format!(
+            "the connection was used again: the server saw {:?}",
+            seen.server
+        ));
+    }
+    Ok(row)
+}
+
+fn run_with_deadline(
+    deadline: Duration,
+    work: impl FnOnce() -> Result<String, String> + Send + 'static,
+) -> Result<String, String> {
+    let (done, outcome) = mpsc::channel();
+    // Detached on purpose: a hung case is abandoned and reported, not waited for.
+    thread::spawn(move || done.send(work()));
+    match outcome.recv_timeout(deadline) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => Err(format!("hung: no result after {deadline:?}")),
+        Err(RecvTimeoutError::Disconnected) => Err("the case panicked".into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Library clients: recorded, each case in a child process
+// ---------------------------------------------------------------------------------------------
+
+/// In the child: runs one library case and prints its row (exit 0), or why it could not run
+/// (exit 2). A panic inside the library is caught and recorded, not printed by the hook.
+fn child_main(id: &str) -> ExitCode {
+    std::panic::set_hook(Box::new(|_| {}));
+    let found = id.split_once('\t').and_then(|(client, rest)| {
+        let (transport, case) = rest.split_once('\t')?;
+        let spec = kvbench_clients::by_name(client)?;
+        let transport = *Transport::ALL.iter().find(|t| t.as_str() == transport)?;
+        let case = cases_for(&spec).into_iter().find(|c| c.name == case)?;
+        Some((spec, transport, case))
+    });
+    let Some((spec, transport, case)) = found else {
+        eprintln!("no such library case: {id:?}");
+        return ExitCode::from(2);
+    };
+    match observe(&spec, transport, &case) {
+        Ok(seen) => {
+            println!(
+                "ROW {}; largest allocation request {}",
+                seen.row(),
+                peak_alloc::human(peak_alloc::largest_request())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// In the parent: runs a library case in a child process and returns its row. A child killed
+/// by a signal (an abort on a failed allocation, a stack overflow) is recorded as such; only a
+/// child that outlives [`LIBRARY_DEADLINE`] fails the test.
+fn record_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|err| format!("current_exe: {err}"))?;
+    let id = format!("{}\t{transport}\t{}", spec.name, case.name);
+    let mut child = Command::new(exe)
+        .env(CHILD_VAR, &id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("spawn child: {err}"))?;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|err| format!("wait: {err}"))? {
+            break status;
+        }
+        if started.elapsed() > LIBRARY_DEADLINE {
+            // Our own child, killed by its handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("hung: no result after {LIBRARY_DEADLINE:?}"));
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut stdout);
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
+    }
+    if let Some(row) = stdout.lines().find_map(|line| line.strip_prefix("ROW ")) {
+        return Ok(row.to_string());
+    }
+    // The runtime's own words on why it stopped, not the backtrace hint after them.
+    let last_words = stderr
+        .lines()
+        .find(|line| {
+            line.contains("memory allocation")
+                || line.contains("fatal")
+                || line.contains("panicked")
+        })
+        .or_else(|| stderr.lines().next())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match std::os::unix::process::ExitStatusExt::signal(&status) {
+        Some(signal) => Ok(format!(
+            "process killed by signal {signal} after {} ms: {last_words}",
+            started.elapsed().as_millis()
+        )),
+        None => Err(format!("child failed ({status}): {stderr}")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------------------------
+
+static ROWS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+fn main() -> ExitCode {
+    if let Ok(id) = std::env::var(CHILD_VAR) {
+        return child_main(&id);
+    }
+    let mut args = Arguments::from_args();
+    // The cases spend their time waiting for timeouts and drips, not computing: run more of them
+    // at once than there are cores (unless told otherwise).
+    args.test_threads.get_or_insert(PARALLEL_CASES);
+    let mut trials = Vec::new();
+    for spec in kvbench_clients::all() {
+        // Libraries are recorded over TCP only: the parsing under test does not depend on the
+        // transport, and each case costs a process.
+        let transports: Vec<Transport> = match spec.kind {
+            Kind::HandWritten => spec.transports.to_vec(),
+            Kind::Library => vec![Transport::Tcp],
+        };
+        for transport in transports {
+            for case in cases_for(&spec) {
+                let name = format!("{}/{transport}/{}", spec.name, case.name);
+                let label = name.clone();
+                let trial = Trial::test(name, move || {
+                    let row = match spec.kind {
+                        Kind::HandWritten => {
+                            run_with_deadline(CASE_DEADLINE, move || judge(&spec, transport, &case))
+                        }
+                        Kind::Library => record_library(&spec, transport, &case),
+                    }
+                    .map_err(Failed::from)?;
+                    ROWS.lock().unwrap().push((label, row));
+                    Ok(())
+                });
+                trials.push(match spec.kind {
+                    Kind::HandWritten => trial,
+                    Kind::Library => trial.with_kind("recorded"),
+                });
+            }
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    let mut rows = std::mem::take(&mut *ROWS.lock().unwrap());
+    if !rows.is_empty() {
+        rows.sort();
+        println!("\nHow each client met each hostile server (timeouts {TIMEOUT:?}):");
+        for (name, row) in rows {
+            println!("  {name}: {row}");
+        }
+    }
+    conclusion.exit_code()
+}

@@ -1,0 +1,249 @@
+//! [fred](https://docs.rs/fred/10.1) behind the kvbench contract: an async, tokio-based Redis
+//! client, measured against the hand-written clients and against redis-rs (`kvbench-lib-redis`).
+//!
+//! Configured the way fred's README shows: `Config::from_url(url)`,
+//! `Builder::from_config(config).build()`, `client.init().await`, then the typed
+//! [`KeysInterface`] commands — `get`, `set` (with `Some(Expiration::EX(secs))` for `set_ex`),
+//! `del` — and `client.pipeline()` … `all().await` for `set_many`. The feature set is fred's
+//! default (`transactions`, `i-std`) plus `unix-sockets`; no TLS. From [`Options`]:
+//! `connection_timeout` and `internal_command_timeout` (the handshake) take the connect timeout,
+//! `default_command_timeout` takes the larger of the read and write timeouts (fred times a
+//! command as a whole; it has no separate write timeout). No reconnect policy is set, so a lost
+//! connection is not replaced behind the caller's back. But it does not fail fast either: the
+//! call that meets the closed socket gets an I/O error, and every later call waits in fred's
+//! queue until the command timeout expires (without `default_command_timeout`, fred's default of
+//! 0, it would wait forever). The contract's callers reconnect after the first I/O error.
+//!
+//! What a user pays for, beyond the bytes on the wire:
+//!
+//! - Connecting sends `PING`, `CLIENT ID` and `INFO server` before the first command (one round
+//!   trip each).
+//! - Every command is a task hop: the caller's future sends a `Command` to fred's router task
+//!   over a channel, the router writes it, a reader task decodes the reply and answers over a
+//!   oneshot. From a blocking caller, add a `block_on` and the wake-ups of those tasks.
+//! - Keys and values are copied into `Bytes`; every bulk reply is checked for UTF-8 (to become a
+//!   `Value::String` when it is text) before being copied into the caller's `Vec<u8>`.
+//! - A pipeline is kept for reuse: `all()` clones the queued commands (cheap `Bytes` clones).
+//!   Each pipelined command still reaches the socket in its own `writev` call (seen with
+//!   `strace`: 1000 calls for `set_many` of 1000 items, where redis-rs makes one), so fred's
+//!   pipeline saves round trips but not system calls.
+//! - TCP sockets keep Nagle's algorithm on (`TcpConfig::nodelay` is `None`).
+//! - fred turns error replies into its generic kinds (`ERR` → `Unknown`, `WRONGTYPE` →
+//!   `InvalidArgument`), the same kinds it uses for some client-side errors; [`map_error`] can
+//!   only follow the kind.
+//!
+//! What is unfair about the comparison: fred is built for many concurrent callers sharing one
+//! connection (and for clusters, sentinels, pub/sub); a single blocking caller pays for that
+//! machinery without using it. The bench's native async runs of [`AsyncFred`] are the fairer
+//! view.
+#![deny(missing_docs)]
+
+use std::io;
+use std::time::Duration;
+
+use fred::prelude::{
+    Builder, ClientLike, Config, Error as FredError, ErrorKind, Expiration, KeysInterface,
+};
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+};
+
+/// No kit behaviour is out of reach for fred.
+const LIMITATIONS: &[Limitation] = &[];
+
+/// fred, driven from a blocking caller.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "fred",
+    backend: Backend::Redis,
+    transports: Transport::ALL,
+    kind: Kind::Library,
+    summary: "fred 10.1 Client (Config::from_url, default features + unix-sockets, no reconnect policy, \
+              connection/command timeouts from Options), block_on on an owned current-thread runtime",
+    pipelining: "pipelined: client.pipeline() with one SET per item, then all(); one writev per command",
+    limitations: LIMITATIONS,
+    slow_round_trip: None,
+    connect: connect_boxed,
+};
+
+/// The fred connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
+pub fn url(endpoint: &Endpoint) -> String {
+    match endpoint {
+        Endpoint::Tcp(addr) => format!("redis://{addr}/"),
+        Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
+    }
+}
+
+/// Maps a fred error to the contract's error by its kind.
+pub fn map_error(err: FredError) -> Error {
+    let message = err.to_string();
+    match err.kind() {
+        // fred's `pretty_error` files every error reply under one of these kinds; the reply was
+        // read whole, so the connection is still in sync.
+        ErrorKind::Unknown
+        | ErrorKind::InvalidArgument
+        | ErrorKind::InvalidCommand
+        | ErrorKind::Auth
+        | ErrorKind::Cluster => Error::Server(message),
+        ErrorKind::Timeout => Error::Timeout(message),
+        ErrorKind::Protocol | ErrorKind::Parse | ErrorKind::NotFound => Error::Protocol(message),
+        ErrorKind::Config | ErrorKind::Url => Error::InvalidInput(message),
+        // The connection closed under the command (`Canceled`) or failed.
+        ErrorKind::Canceled => Error::Io(io::Error::new(io::ErrorKind::ConnectionAborted, message)),
+        _ => Error::Io(io::Error::other(message)),
+    }
+}
+
+/// The contract's operations as async methods on a [`fred::clients::Client`], for the bench to
+/// drive natively. Cloning is cheap and shares the one connection.
+#[derive(Clone)]
+pub struct AsyncFred {
+    client: fred::clients::Client,
+}
+
+impl AsyncFred {
+    /// Builds the client and waits for its connection. Must run inside a tokio runtime: fred
+    /// spawns its router and reader tasks onto it.
+    pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<AsyncFred> {
+        let connect_failed = |err: FredError| match map_error(err) {
+            Error::Io(source) => Error::Connect {
+                endpoint: endpoint.to_string(),
+                source,
+            },
+            Error::Timeout(message) => Error::Connect {
+                endpoint: endpoint.to_string(),
+                source: io::Error::new(io::ErrorKind::TimedOut, message),
+            },
+            other => other,
+        };
+        let config = Config::from_url(&url(endpoint)).map_err(connect_failed)?;
+        let client = Builder::from_config(config)
+            .with_connection_config(|connection| {
+                connection.connection_timeout = options.connect_timeout;
+                connection.internal_command_timeout = options.connect_timeout;
+            })
+            .with_performance_config(|performance| {
+                performance.default_command_timeout = command_timeout(options);
+            })
+            .build()
+            .map_err(connect_failed)?;
+        // The returned handle is the router task; it ends when the client quits.
+        client.init().await.map_err(connect_failed)?;
+        Ok(AsyncFred { client })
+    }
+
+    /// The underlying fred client.
+    pub fn client(&self) -> &fred::clients::Client {
+        &self.client
+    }
+
+    /// `GET key`: `Some(bytes)` on a hit.
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.client.get(key).await.map_err(map_error)
+    }
+
+    /// `SET key value`.
+    pub async fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.client
+            .set(key, value, None, None, false)
+            .await
+            .map_err(map_error)
+    }
+
+    /// `SET key value EX ttl`.
+    pub async fn set_ex(&self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        let expire = Some(Expiration::EX(i64::from(ttl_secs)));
+        self.client
+            .set(key, value, expire, None, false)
+            .await
+            .map_err(map_error)
+    }
+
+    /// `DEL key`: whether it existed.
+    pub async fn delete(&self, key: &[u8]) -> Result<bool> {
+        let removed: i64 = self.client.del(key).await.map_err(map_error)?;
+        Ok(removed > 0)
+    }
+
+    /// One pipeline of `SET`s; the first error reply, if any, is returned.
+    pub async fn set_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let pipeline = self.client.pipeline();
+        for &(key, value) in items {
+            // Resolves as soon as the command is queued in memory.
+            let () = pipeline
+                .set(key, value, None, None, false)
+                .await
+                .map_err(map_error)?;
+        }
+        pipeline.all().await.map_err(map_error)
+    }
+
+    /// Sends `QUIT` and lets the connection close.
+    pub async fn quit(&self) -> Result<()> {
+        self.client.quit().await.map_err(map_error)
+    }
+}
+
+fn command_timeout(options: &Options) -> Duration {
+    options.read_timeout.max(options.write_timeout)
+}
+
+/// [`AsyncFred`] behind the synchronous contract: it owns a current-thread runtime and blocks on
+/// each call. fred's tasks run only while a call is being blocked on.
+pub struct BlockingFred {
+    inner: AsyncFred,
+    runtime: tokio::runtime::Runtime,
+    quit_timeout: Duration,
+}
+
+impl BlockingFred {
+    /// Builds the runtime and connects on it.
+    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingFred> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Io)?;
+        let inner = runtime.block_on(AsyncFred::connect(endpoint, options))?;
+        Ok(BlockingFred {
+            inner,
+            runtime,
+            quit_timeout: command_timeout(options),
+        })
+    }
+}
+
+fn connect_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
+    Ok(Box::new(BlockingFred::connect(endpoint, options)?))
+}
+
+impl Client for BlockingFred {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.runtime.block_on(self.inner.get(key))
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.runtime.block_on(self.inner.set(key, value))
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.runtime
+            .block_on(self.inner.set_ex(key, value, ttl_secs))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.runtime.block_on(self.inner.delete(key))
+    }
+
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.runtime.block_on(self.inner.set_many(items))
+    }
+}
+
+impl Drop for BlockingFred {
+    /// Quits the way fred's examples do, so the server sees a clean `QUIT`; a dead server cannot
+    /// hold the drop longer than the command timeout.
+    fn drop(&mut self) {
+        // The timer must be created inside the runtime, hence the `async` block.
+        let quit = async { tokio::time::timeout(self.quit_timeout, self.inner.quit()).await };
+        let _ = self.runtime.block_on(quit);
+    }
+}

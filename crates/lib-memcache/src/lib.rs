@@ -1,0 +1,309 @@
+//! The [`memcache`](https://docs.rs/memcache/0.21) crate behind the kvbench contract: the library
+//! yardstick for the hand-written memcached client (`kvbench-memcached-text`).
+//!
+//! Four configurations, two protocols times two pools:
+//!
+//! - **`memcache`** (binary protocol) and **`memcache/ascii`** (text protocol,
+//!   `?protocol=ascii`): `memcache::Client::builder().add_server(url)` with the connection, read
+//!   and write timeouts from [`Options`] — what `memcache::connect(url)` builds, plus timeouts.
+//!   Its r2d2 pool (one connection) tests the connection on every checkout by sending `version`:
+//!   **every operation costs two round trips**.
+//! - **`memcache/no-check`** and **`memcache/ascii/no-check`**: the same connection in a pool
+//!   built by hand with `test_on_check_out(false)` and handed to `Client::with_pool`: one round
+//!   trip per operation. The price: a broken connection is no longer detected and replaced by
+//!   the pool; the caller must reconnect after an I/O error (which the contract asks anyway).
+//!
+//! What a user pays for, beyond the bytes on the wire:
+//!
+//! - Keys are `&str`. A key that is not UTF-8 is refused here with [`Error::InvalidInput`]; on
+//!   the text protocol so is a key with a space or control character, which the library would
+//!   send as is and desynchronise the connection.
+//! - Requests are written straight to the socket, unbuffered. The binary protocol writes each
+//!   header field with its own call: a GET is 10 `sendto` calls, and its reply is read in 10
+//!   `recvfrom` calls (seen with `strace`; redis-rs makes one of each). The text protocol sends
+//!   a GET in 4 pieces and a SET in 11. With `TCP_NODELAY` (the crate's default) each piece can
+//!   leave as its own segment and wake the server on its own.
+//! - Each pool starts three r2d2 worker threads, and every call checks the connection out of
+//!   the pool and back in (a mutex and a condition variable) even though there is only one.
+//! - Connecting to a server that refuses is retried by r2d2 until the connect timeout expires:
+//!   a refused connection fails after [`Options::connect_timeout`], not at once.
+//! - Read and write timeouts: over TCP the URL's `timeout=` parameter sets them on every
+//!   connection the crate opens. A Unix-socket connection gets them only from
+//!   `Client::set_read_timeout`/`set_write_timeout`, which check a connection out of the pool
+//!   first — and the default pool's checkout sends `version` on a socket that has no timeout
+//!   yet. So **`memcache` and `memcache/ascii` over a Unix socket hang in `connect` if the server
+//!   accepts but never answers** (seen: still blocked after 5 s with a 300 ms timeout); the
+//!   no-check pools time out. And on a Unix socket, whichever the pool, a connection r2d2 opens
+//!   later (after a failed check, or to replace one idle for 10 minutes or 30 minutes old) has
+//!   no timeouts at all.
+//! - The default pool hides a lost connection: the failed `version` check makes r2d2 open a new
+//!   one (so after a server restart the next call simply works), and while the server is down
+//!   each call retries for the whole connect timeout before failing.
+//! - Expiry: memcached reads an expiration above 30 days as a Unix timestamp, and 0 as "never";
+//!   `set_ex` refuses both with [`Error::InvalidInput`] rather than store something else.
+//!
+//! What is unfair about the comparison: the classic client has no pipelined set, so `set_many`
+//! is one round trip per item (two with the checking pool), against clients that pipeline.
+#![deny(missing_docs)]
+
+use std::io;
+
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+};
+use memcache::{ClientError, MemcacheError, ServerError};
+
+/// memcached's limit for a relative expiration; larger values are absolute Unix times.
+pub const MAX_RELATIVE_TTL_SECS: u32 = 30 * 24 * 60 * 60;
+
+/// No kit behaviour is out of reach (kit keys are ASCII; values are binary-safe in both
+/// protocols).
+const LIMITATIONS: &[Limitation] = &[];
+
+const NO_PIPELINE: &str =
+    "none: one round trip per item: the classic memcache::Client has no multi-set";
+const NO_PIPELINE_CHECKED: &str =
+    "none: two round trips per item: no multi-set, and the pool sends `version` before each set";
+
+/// Which memcached protocol the connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// The binary protocol (the crate's default).
+    Binary,
+    /// The text protocol (`?protocol=ascii`).
+    Ascii,
+}
+
+/// How the r2d2 pool hands out its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkout {
+    /// The crate's default: `version` round trip before every operation.
+    Tested,
+    /// A pool built with `test_on_check_out(false)`.
+    Untested,
+}
+
+/// Binary protocol, default pool (`memcache::connect` plus timeouts).
+pub const SPEC_BINARY: ClientSpec = spec(
+    "memcache",
+    "memcache 0.21 binary protocol, Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
+    NO_PIPELINE_CHECKED,
+    |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Tested),
+);
+
+/// Binary protocol, pool without the checkout test.
+pub const SPEC_BINARY_NO_CHECK: ClientSpec = spec(
+    "memcache/no-check",
+    "memcache 0.21 binary protocol, r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
+    NO_PIPELINE,
+    |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Untested),
+);
+
+/// Text protocol, default pool.
+pub const SPEC_ASCII: ClientSpec = spec(
+    "memcache/ascii",
+    "memcache 0.21 text protocol (?protocol=ascii), Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
+    NO_PIPELINE_CHECKED,
+    |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Tested),
+);
+
+/// Text protocol, pool without the checkout test.
+pub const SPEC_ASCII_NO_CHECK: ClientSpec = spec(
+    "memcache/ascii/no-check",
+    "memcache 0.21 text protocol (?protocol=ascii), r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
+    NO_PIPELINE,
+    |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Untested),
+);
+
+const fn spec(
+    name: &'static str,
+    summary: &'static str,
+    pipelining: &'static str,
+    connect: kvbench_core::ConnectFn,
+) -> ClientSpec {
+    ClientSpec {
+        name,
+        backend: Backend::Memcached,
+        transports: Transport::ALL,
+        kind: Kind::Library,
+        summary,
+        pipelining,
+        limitations: LIMITATIONS,
+        slow_round_trip: None,
+        connect,
+    }
+}
+
+/// The crate's URL for an endpoint: `memcache://host:port?timeout=S` or `memcache:///path`,
+/// with `protocol=ascii` for the text protocol.
+pub fn url(endpoint: &Endpoint, protocol: Protocol, options: &Options) -> String {
+    let mut query = Vec::new();
+    let url = match endpoint {
+        Endpoint::Tcp(addr) => {
+            // Applied by the crate to every TCP connection it opens (read and write alike).
+            let timeout = options.read_timeout.max(options.write_timeout);
+            query.push(format!("timeout={}", timeout.as_secs_f64()));
+            format!("memcache://{addr}")
+        }
+        Endpoint::Unix(path) => format!("memcache://{}", path.display()),
+    };
+    if protocol == Protocol::Ascii {
+        query.push("protocol=ascii".to_string());
+    }
+    if query.is_empty() {
+        url
+    } else {
+        format!("{url}?{}", query.join("&"))
+    }
+}
+
+/// Maps a `memcache` error to the contract's error.
+pub fn map_error(err: MemcacheError) -> Error {
+    match err {
+        MemcacheError::IOError(io_err) => Error::from(io_err),
+        // `SERVER_ERROR ...` (text) is read as one whole line; the server swallows the rest of
+        // the request, so the connection is still in sync.
+        MemcacheError::ServerError(ServerError::Error(line)) => {
+            Error::Server(line.trim_end().to_string())
+        }
+        MemcacheError::ServerError(other) => Error::Protocol(other.to_string()),
+        // A non-zero binary status (too large, invalid arguments, ...) or `ERROR` (text): the
+        // server's answer, read whole.
+        MemcacheError::CommandError(command) => Error::Server(command.to_string()),
+        MemcacheError::ClientError(ClientError::KeyTooLong) => {
+            Error::InvalidInput("memcached keys are at most 250 bytes".into())
+        }
+        MemcacheError::ClientError(ClientError::Error(text)) => {
+            if text.starts_with("CLIENT_ERROR") {
+                Error::Server(text.trim_end().to_string())
+            } else if text == "Ascii protocol no line found" {
+                // The crate's name for end of stream while waiting for a reply line.
+                Error::Io(io::Error::new(io::ErrorKind::UnexpectedEof, text))
+            } else {
+                Error::Protocol(text.into_owned())
+            }
+        }
+        MemcacheError::ParseError(parse) => Error::Protocol(parse.to_string()),
+        MemcacheError::BadURL(text) => Error::InvalidInput(text),
+        // r2d2 gave up getting a connection within the connect timeout.
+        MemcacheError::PoolError(pool) => Error::Io(io::Error::other(pool.to_string())),
+    }
+}
+
+/// One `memcache::Client` (one pooled connection) and the protocol it speaks.
+pub struct Memcache {
+    client: memcache::Client,
+    protocol: Protocol,
+}
+
+impl Memcache {
+    /// Builds the pool (which opens its connection) and sets the socket timeouts.
+    pub fn connect(
+        endpoint: &Endpoint,
+        options: &Options,
+        protocol: Protocol,
+        checkout: Checkout,
+    ) -> Result<Memcache> {
+        let connect_failed = |err: MemcacheError| match map_error(err) {
+            Error::Io(source) => Error::Connect {
+                endpoint: endpoint.to_string(),
+                source,
+            },
+            other => other,
+        };
+        let url = url(endpoint, protocol, options);
+        let client = match checkout {
+            Checkout::Tested => memcache::Client::builder()
+                .add_server(url)
+                .and_then(|builder| {
+                    builder
+                        .with_connection_timeout(options.connect_timeout)
+                        .with_read_timeout(options.read_timeout)
+                        .with_write_timeout(options.write_timeout)
+                        .build()
+                })
+                .map_err(connect_failed)?,
+            Checkout::Untested => {
+                let url = memcache::Url::parse(&url)
+                    .map_err(|err| Error::InvalidInput(format!("{url}: {err}")))?;
+                let pool = memcache::Pool::builder()
+                    .max_size(1)
+                    .test_on_check_out(false)
+                    .connection_timeout(options.connect_timeout)
+                    .build(memcache::ConnectionManager::new(url))
+                    .map_err(|err| connect_failed(err.into()))?;
+                let client = memcache::Client::with_pool(pool).map_err(connect_failed)?;
+                client
+                    .set_read_timeout(Some(options.read_timeout))
+                    .map_err(connect_failed)?;
+                client
+                    .set_write_timeout(Some(options.write_timeout))
+                    .map_err(connect_failed)?;
+                client
+            }
+        };
+        Ok(Memcache { client, protocol })
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &memcache::Client {
+        &self.client
+    }
+
+    /// The key as the `&str` the crate takes, or why it cannot be sent.
+    fn key<'k>(&self, key: &'k [u8]) -> Result<&'k str> {
+        let key = std::str::from_utf8(key).map_err(|_| {
+            Error::InvalidInput("memcache takes &str keys: key is not UTF-8".into())
+        })?;
+        let unsafe_in_text = |b: u8| b <= b' ' || b == 0x7f;
+        if self.protocol == Protocol::Ascii && (key.is_empty() || key.bytes().any(unsafe_in_text)) {
+            return Err(Error::InvalidInput(
+                "text protocol keys cannot be empty or hold spaces or control characters".into(),
+            ));
+        }
+        Ok(key)
+    }
+}
+
+fn connect_boxed(
+    endpoint: &Endpoint,
+    options: &Options,
+    protocol: Protocol,
+    checkout: Checkout,
+) -> Result<Box<dyn Client>> {
+    Ok(Box::new(Memcache::connect(
+        endpoint, options, protocol, checkout,
+    )?))
+}
+
+impl Client for Memcache {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let key = self.key(key)?;
+        self.client.get(key).map_err(map_error)
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let key = self.key(key)?;
+        self.client.set(key, value, 0).map_err(map_error)
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        let key = self.key(key)?;
+        if ttl_secs == 0 || ttl_secs > MAX_RELATIVE_TTL_SECS {
+            return Err(Error::InvalidInput(format!(
+                "memcached reads an expiration of {ttl_secs} as {}; relative TTLs are 1..={MAX_RELATIVE_TTL_SECS} s",
+                if ttl_secs == 0 {
+                    "never"
+                } else {
+                    "a Unix time"
+                }
+            )));
+        }
+        self.client.set(key, value, ttl_secs).map_err(map_error)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let key = self.key(key)?;
+        self.client.delete(key).map_err(map_error)
+    }
+}

@@ -1,0 +1,231 @@
+//! The four `memcache` configurations against private memcached processes (`-I 2m`), over TCP
+//! and a Unix socket.
+//!
+//! A small stand-in for the conformance kit: hit, miss, binary and empty values, a 1 MiB value,
+//! overwrite, `set_ex` then expiry, delete, `set_many` (1000 items read back on a second
+//! connection), an error reply (a value over the 2 MiB item limit) that leaves the connection
+//! usable, keys the crate cannot carry, and a silent server that must time out.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+use kvbench_lib_memcache::{
+    Checkout, Memcache, Protocol, SPEC_ASCII, SPEC_ASCII_NO_CHECK, SPEC_BINARY,
+    SPEC_BINARY_NO_CHECK,
+};
+use kvbench_servers::{Servers, StartOptions};
+
+fn start() -> Servers {
+    Servers::start_private(&StartOptions::default()).expect("start private servers")
+}
+
+fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
+    (spec.connect)(endpoint, &Options::default())
+        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
+}
+
+fn exercise(spec: &ClientSpec, transport: Transport) {
+    let servers = start();
+    let endpoint = servers
+        .endpoint(Backend::Memcached, transport)
+        .expect("endpoint");
+    let mut client = connect(spec, &endpoint);
+    let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
+
+    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+
+    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    client.set(&key("k"), &binary).unwrap();
+    assert_eq!(
+        client.get(&key("k")).unwrap(),
+        Some(binary),
+        "binary-safe hit"
+    );
+    client.set(&key("k"), b"").unwrap();
+    assert_eq!(
+        client.get(&key("k")).unwrap(),
+        Some(Vec::new()),
+        "empty value overwrites"
+    );
+    let large = vec![b'x'; 1 << 20];
+    client.set(&key("large"), &large).unwrap();
+    assert_eq!(
+        client.get(&key("large")).unwrap(),
+        Some(large),
+        "1 MiB value"
+    );
+
+    assert!(client.delete(&key("k")).unwrap(), "delete existing");
+    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
+    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
+
+    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
+    assert_eq!(
+        client.get(&key("ttl")).unwrap().as_deref(),
+        Some(&b"soon gone"[..])
+    );
+
+    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
+    let values: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("value {i}").into_bytes())
+        .collect();
+    let items: Vec<(&[u8], &[u8])> = keys
+        .iter()
+        .zip(&values)
+        .map(|(k, v)| (&k[..], &v[..]))
+        .collect();
+    client.set_many(&items).unwrap();
+    let mut second = connect(spec, &endpoint);
+    for (k, v) in keys.iter().zip(&values) {
+        assert_eq!(
+            second.get(k).unwrap().as_ref(),
+            Some(v),
+            "set_many stored {k:?}"
+        );
+    }
+
+    // memcached runs with `-I 2m`: 3 MiB is refused, and the server swallows the value.
+    let too_large = vec![b'y'; 3 << 20];
+    match client.set(&key("too-large"), &too_large) {
+        Err(Error::Server(message)) => assert!(!message.is_empty()),
+        other => panic!("a 3 MiB value should be a server error, got {other:?}"),
+    }
+    assert_eq!(
+        client.get(&key("missing")).unwrap(),
+        None,
+        "usable after the error reply"
+    );
+    client.set(&key("after"), b"ok").unwrap();
+    assert_eq!(
+        client.get(&key("after")).unwrap().as_deref(),
+        Some(&b"ok"[..])
+    );
+
+    // The crate takes `&str` keys: refused before anything is sent, and the connection is fine.
+    assert!(matches!(
+        client.get(b"not-utf8-\xff"),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        client.set(&[b'k'; 251], b"v"),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        client.set_ex(&key("ttl0"), b"v", 0),
+        Err(Error::InvalidInput(_))
+    ));
+    assert_eq!(
+        client.get(&key("after")).unwrap().as_deref(),
+        Some(&b"ok"[..])
+    );
+
+    // memcached's clock ticks once a second: a 1 s item is gone within 2 s.
+    thread::sleep(Duration::from_millis(2500));
+    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
+}
+
+#[test]
+fn binary_over_tcp() {
+    exercise(&SPEC_BINARY, Transport::Tcp);
+}
+
+#[test]
+fn binary_over_unix() {
+    exercise(&SPEC_BINARY, Transport::Unix);
+}
+
+#[test]
+fn binary_no_check_over_tcp() {
+    exercise(&SPEC_BINARY_NO_CHECK, Transport::Tcp);
+}
+
+#[test]
+fn binary_no_check_over_unix() {
+    exercise(&SPEC_BINARY_NO_CHECK, Transport::Unix);
+}
+
+#[test]
+fn ascii_over_tcp() {
+    exercise(&SPEC_ASCII, Transport::Tcp);
+}
+
+#[test]
+fn ascii_over_unix() {
+    exercise(&SPEC_ASCII, Transport::Unix);
+}
+
+#[test]
+fn ascii_no_check_over_tcp() {
+    exercise(&SPEC_ASCII_NO_CHECK, Transport::Tcp);
+}
+
+#[test]
+fn ascii_no_check_over_unix() {
+    exercise(&SPEC_ASCII_NO_CHECK, Transport::Unix);
+}
+
+#[test]
+fn text_protocol_refuses_keys_it_cannot_frame() {
+    let servers = start();
+    let endpoint = servers
+        .endpoint(Backend::Memcached, Transport::Tcp)
+        .unwrap();
+    let mut client = connect(&SPEC_ASCII_NO_CHECK, &endpoint);
+    for bad in [&b"with space"[..], b"line\r\nbreak", b"tab\t", b""] {
+        assert!(
+            matches!(client.set(bad, b"v"), Err(Error::InvalidInput(_))),
+            "{bad:?} must be refused"
+        );
+    }
+    // The binary protocol frames keys by length: a space is just a byte.
+    let mut binary = connect(&SPEC_BINARY_NO_CHECK, &endpoint);
+    binary.set(b"with space", b"v").unwrap();
+    assert_eq!(
+        binary.get(b"with space").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    assert_eq!(
+        client.get(b"fine").unwrap(),
+        None,
+        "text connection still in sync"
+    );
+}
+
+#[test]
+fn silent_tcp_server_times_out_instead_of_hanging() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = Endpoint::Tcp(listener.local_addr().unwrap().to_string());
+    // Hold every accepted socket open and read (discard) what the client sends.
+    thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
+        }
+    });
+    let short = Duration::from_millis(300);
+    let options = Options {
+        connect_timeout: short,
+        read_timeout: short,
+        write_timeout: short,
+    };
+    for protocol in [Protocol::Binary, Protocol::Ascii] {
+        for checkout in [Checkout::Tested, Checkout::Untested] {
+            let started = Instant::now();
+            // The tested pool already talks while connecting (`version` on checkout); the
+            // untested one connects silently and times out on the first command.
+            let result = Memcache::connect(&endpoint, &options, protocol, checkout)
+                .and_then(|mut client| client.get(b"k"));
+            let elapsed = started.elapsed();
+            assert!(
+                matches!(result, Err(Error::Timeout(_) | Error::Connect { .. })),
+                "{protocol:?}/{checkout:?}: {result:?}"
+            );
+            assert!(
+                elapsed < Duration::from_secs(3),
+                "{protocol:?}/{checkout:?} took {elapsed:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! [redis-rs](https://docs.rs/redis/1.8) behind the kvbench contract: the yardstick the hand-written
+//! Redis clients are measured against.
+//!
+//! Two clients, both configured the way its documentation shows:
+//!
+//! - **`redis-rs`** — the synchronous [`redis::Connection`] from
+//!   `Client::open(url)?.get_connection_with_timeout(connect_timeout)`, then
+//!   `set_read_timeout`/`set_write_timeout` from [`Options`]. Commands go through the generic
+//!   [`redis::Commands`] methods (`get`, `set`, `set_ex`, `del`), `set_many` through one
+//!   [`redis::pipe()`] with `.ignore()` on every `SET`.
+//! - **`redis-rs/async`** — a [`MultiplexedConnection`] from
+//!   `get_multiplexed_async_connection_with_config`, with the connection and response timeouts
+//!   taken from [`Options`]. The adapter owns a current-thread tokio runtime and `block_on`s each
+//!   call; [`AsyncRedis`] (and [`connect_async`]) give the bench the native async handle.
+//!
+//! What a user pays for, beyond the bytes on the wire:
+//!
+//! - Every call builds a [`redis::Cmd`] (argument vector, then packed bytes) and decodes the
+//!   reply into a [`redis::Value`] tree before converting it to the requested type: one extra
+//!   allocation and copy per value compared to a client that reads straight into the caller's
+//!   buffer.
+//! - Connecting sends `CLIENT SETINFO LIB-NAME` and `LIB-VER` (one pipelined round trip).
+//! - TCP sockets keep Nagle's algorithm on (`TcpSettings::nodelay` defaults to `false`); every
+//!   request is written with one `write`, so a request/response client does not wait on it.
+//! - The multiplexed connection hands each request to a driver task over a channel and gets the
+//!   reply back over a oneshot, arming a tokio timer for the response timeout (500 ms by
+//!   default; here [`Options::read_timeout`]). From a blocking caller this adds a `block_on`
+//!   and a few task wake-ups per call.
+//! - The synchronous pipeline writes all commands before reading any reply. Redis queues the
+//!   replies (normal clients have no output-buffer limit), so it does not deadlock here, but the
+//!   whole packed pipeline is held in memory first.
+//!
+//! What is unfair about the comparison: redis-rs is general (RESP3, cluster, pub/sub, scripts,
+//! typed conversions), and its generality is part of what is measured; the hand-written clients
+//! implement four commands. The async client is measured through `block_on` in the synchronous
+//! suite, which charges it for a runtime the bench could otherwise amortise: compare with the
+//! bench's native async runs of [`AsyncRedis`].
+#![deny(missing_docs)]
+
+use std::io;
+
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, RedisError};
+
+/// No kit behaviour is out of reach for redis-rs.
+const LIMITATIONS: &[Limitation] = &[];
+
+/// The synchronous redis-rs client.
+pub const SPEC_SYNC: ClientSpec = ClientSpec {
+    name: "redis-rs",
+    backend: Backend::Redis,
+    transports: Transport::ALL,
+    kind: Kind::Library,
+    summary: "redis 1.8 sync Connection (get_connection_with_timeout + socket read/write timeouts), \
+              typed Commands, default features without TLS",
+    pipelining: "pipelined: one redis::pipe() with .ignore() per SET, written whole, then all replies read",
+    limitations: LIMITATIONS,
+    slow_round_trip: None,
+    connect: connect_sync_boxed,
+};
+
+/// The multiplexed async redis-rs client, driven from a blocking caller.
+pub const SPEC_ASYNC: ClientSpec = ClientSpec {
+    name: "redis-rs/async",
+    backend: Backend::Redis,
+    transports: Transport::ALL,
+    kind: Kind::Library,
+    summary: "redis 1.8 MultiplexedConnection (tokio-comp, connection/response timeouts from Options), \
+              block_on on an owned current-thread runtime per call",
+    pipelining: "pipelined: one redis::pipe() with .ignore() per SET, sent through the multiplexer as one request",
+    limitations: LIMITATIONS,
+    slow_round_trip: None,
+    connect: connect_blocking_async_boxed,
+};
+
+/// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
+pub fn url(endpoint: &Endpoint) -> String {
+    match endpoint {
+        Endpoint::Tcp(addr) => format!("redis://{addr}/"),
+        Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
+    }
+}
+
+/// Maps a redis-rs error to the contract's error, by what happened rather than by message.
+pub fn map_error(err: RedisError) -> Error {
+    // redis-rs keeps the `io::Error` private; its predicates are the public view of it.
+    if err.is_timeout() {
+        return Error::Timeout(err.to_string());
+    }
+    match err.kind() {
+        // Error replies from the server (`-WRONGTYPE ...`, `-ERR ...`), including the first
+        // failed reply of a pipeline. The whole reply was read: the connection is in sync.
+        ErrorKind::Server(_) | ErrorKind::Extension | ErrorKind::AuthenticationFailed => {
+            Error::Server(err.to_string())
+        }
+        ErrorKind::Io if err.is_connection_refusal() => Error::Io(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            err.to_string(),
+        )),
+        ErrorKind::Io => Error::Io(io::Error::other(err.to_string())),
+        // The reply was not RESP, or not the type the command promises.
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => Error::Protocol(err.to_string()),
+        ErrorKind::InvalidClientConfig => Error::InvalidInput(err.to_string()),
+        _ => Error::Unsupported(err.to_string()),
+    }
+}
+
+fn connect_failed(endpoint: &Endpoint, err: RedisError) -> Error {
+    match map_error(err) {
+        Error::Io(source) => Error::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        },
+        Error::Timeout(msg) => Error::Connect {
+            endpoint: endpoint.to_string(),
+            source: io::Error::new(io::ErrorKind::TimedOut, msg),
+        },
+        other => other,
+    }
+}
+
+/// The synchronous client: one [`redis::Connection`].
+pub struct RedisSync {
+    con: redis::Connection,
+}
+
+impl RedisSync {
+    /// Connects with the connect timeout, then sets the socket read and write timeouts.
+    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<RedisSync> {
+        let fail = |err| connect_failed(endpoint, err);
+        let client = redis::Client::open(url(endpoint)).map_err(fail)?;
+        let con = client
+            .get_connection_with_timeout(options.connect_timeout)
+            .map_err(fail)?;
+        con.set_read_timeout(Some(options.read_timeout))
+            .map_err(fail)?;
+        con.set_write_timeout(Some(options.write_timeout))
+            .map_err(fail)?;
+        Ok(RedisSync { con })
+    }
+
+    /// The underlying connection, for anything beyond the contract.
+    pub fn connection(&mut self) -> &mut redis::Connection {
+        &mut self.con
+    }
+}
+
+fn connect_sync_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
+    Ok(Box::new(RedisSync::connect(endpoint, options)?))
+}
+
+impl Client for RedisSync {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.con.get(key).map_err(map_error)
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.con.set(key, value).map_err(map_error)
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.con
+            .set_ex(key, value, u64::from(ttl_secs))
+            .map_err(map_error)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let removed: usize = self.con.del(key).map_err(map_error)?;
+        Ok(removed > 0)
+    }
+
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut pipe = redis::pipe();
+        for &(key, value) in items {
+            pipe.set(key, value).ignore();
+        }
+        pipe.exec(&mut self.con).map_err(map_error)
+    }
+}
+
+/// Opens a multiplexed async connection with the connection and response timeouts from
+/// `options`. Must be awaited inside a tokio runtime (the connection spawns its driver task).
+///
+/// The response timeout bounds a whole request (write and reply): redis-rs has no separate
+/// write timeout for async connections, so the larger of `read_timeout` and `write_timeout` is
+/// used.
+pub async fn connect_async(
+    endpoint: &Endpoint,
+    options: &Options,
+) -> Result<MultiplexedConnection> {
+    let fail = |err| connect_failed(endpoint, err);
+    let client = redis::Client::open(url(endpoint)).map_err(fail)?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_response_timeout(Some(options.read_timeout.max(options.write_timeout)));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(fail)
+}
+
+/// The contract's operations as async methods on a [`MultiplexedConnection`], for the bench to
+/// drive natively. Cloning is cheap and shares the one connection (that is the multiplexer).
+#[derive(Clone)]
+pub struct AsyncRedis {
+    con: MultiplexedConnection,
+}
+
+impl AsyncRedis {
+    /// Connects; see [`connect_async`].
+    pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<AsyncRedis> {
+        Ok(AsyncRedis {
+            con: connect_async(endpoint, options).await?,
+        })
+    }
+
+    /// The underlying multiplexed connection.
+    pub fn connection(&self) -> &MultiplexedConnection {
+        &self.con
+    }
+
+    /// `GET key`: `Some(bytes)` on a hit.
+    pub async fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.con.get(key).await.map_err(map_error)
+    }
+
+    /// `SET key value`.
+    pub async fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.con.set(key, value).await.map_err(map_error)
+    }
+
+    /// `SETEX key ttl value`.
+    pub async fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.con
+            .set_ex(key, value, u64::from(ttl_secs))
+            .await
+            .map_err(map_error)
+    }
+
+    /// `DEL key`: whether it existed.
+    pub async fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let removed: usize = self.con.del(key).await.map_err(map_error)?;
+        Ok(removed > 0)
+    }
+
+    /// One pipeline of `SET`s, every reply ignored unless it is an error.
+    pub async fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut pipe = redis::pipe();
+        for &(key, value) in items {
+            pipe.set(key, value).ignore();
+        }
+        pipe.exec_async(&mut self.con).await.map_err(map_error)
+    }
+}
+
+/// [`AsyncRedis`] behind the synchronous contract: it owns a current-thread runtime and blocks
+/// on each call. The multiplexer's driver task runs only while a call is being blocked on.
+pub struct BlockingAsyncRedis {
+    inner: AsyncRedis,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl BlockingAsyncRedis {
+    /// Builds the runtime and connects on it.
+    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingAsyncRedis> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Io)?;
+        let inner = runtime.block_on(AsyncRedis::connect(endpoint, options))?;
+        Ok(BlockingAsyncRedis { inner, runtime })
+    }
+}
+
+fn connect_blocking_async_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
+    Ok(Box::new(BlockingAsyncRedis::connect(endpoint, options)?))
+}
+
+impl Client for BlockingAsyncRedis {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.runtime.block_on(self.inner.get(key))
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.runtime.block_on(self.inner.set(key, value))
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.runtime
+            .block_on(self.inner.set_ex(key, value, ttl_secs))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.runtime.block_on(self.inner.delete(key))
+    }
+
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.runtime.block_on(self.inner.set_many(items))
+    }
+}

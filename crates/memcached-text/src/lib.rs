@@ -1,0 +1,578 @@
+//! A minimal hand-written client for memcached's **text protocol**: what it takes to carry binary
+//! values over a line-based protocol, and what reading every reply costs and buys.
+//!
+//! # What it teaches
+//!
+//! - **Length-prefixed values in a line-based protocol.** Commands and replies are CRLF-ended
+//!   lines of space-separated fields, but a value travels as a raw block whose length is announced
+//!   first: `set <key> 0 <exptime> <bytes>\r\n<data>\r\n`, answered `STORED\r\n`;
+//!   `get <key>\r\n`, answered `VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n` or `END\r\n`.
+//!   The reader finds the data by its count, never by scanning it, so values may hold any byte,
+//!   `\r\nEND\r\n` included. The count comes from the peer, so it is capped
+//!   ([`reply::MAX_VALUE_LEN`]) before anything is allocated; lines are capped too
+//!   ([`reply::MAX_LINE_LEN`]). The reader is sans-I/O ([`reply::decode`]): bytes in, "a reply of
+//!   n bytes" or "need more" out, tested on byte literals.
+//! - **Why keys are restricted.** A key is a field on a command line, so it cannot hold a space
+//!   (it would become the next field; `get a b` is a two-key get) or a CR/LF (it would end the
+//!   line and start another command: the key `a\r\nflush_all` would empty the cache). memcached
+//!   also caps keys at 250 bytes. Such keys are refused with [`Error::InvalidInput`] before
+//!   anything is written; the binary protocol (see the `memcache` crate) has no such limits.
+//! - **`noreply` versus reading every reply.** Storage commands accept `noreply`, and a pipeline
+//!   of `set ... noreply` would need no reads at all. But the server then stays silent on
+//!   failure too (a too-large value is dropped without a word; checked on memcached 1.6.18), and
+//!   a malformed line still gets an error reply that a noreply client never reads, leaving the
+//!   stream out of sync. This client sends no `noreply` and checks every reply; its pipeline
+//!   ([`TextClient::set_many`]) reads replies while it writes, so the server can never block on
+//!   a full output buffer while this side is still writing.
+//!
+//! # Cost model
+//!
+//! One reused write buffer: each command is encoded into it and sent with one `write_all`. One
+//! reused read buffer: a small `get` hit costs one write, one read and one allocation (the
+//! returned `Vec`); a miss allocates nothing. A value too large for the read buffer is read
+//! straight into a `Vec` of the announced size.
+//!
+//! # What it gives up
+//!
+//! No multi-key get, no CAS, no flags (always 0), no server pools or key hashing, no reconnect: a
+//! connection that saw a malformed reply, an I/O error or a timeout is marked broken and every
+//! later call fails without touching the socket. Unix sockets have no connect timeout in `std`
+//! (a local connect completes or fails at once unless the listener's backlog is full).
+//!
+//! # Timeouts
+//!
+//! [`Options::connect_timeout`] bounds a TCP connect; a Unix connect has none (above).
+//! [`Options::write_timeout`] bounds each `write`. [`Options::read_timeout`] bounds each `read`
+//! and also each whole reply: the socket's own timeout only notices a server that goes silent,
+//! so a server dripping a byte every 100 ms would otherwise hold a call for as long as it liked.
+//! A reply (in a pipeline: each reply) still incomplete after the read timeout fails with
+//! [`Error::Timeout`] at the next read. See [`TextClient::set_reply_timeout`].
+//!
+//! # Compare with
+//!
+//! The Redis `raw-tcp` client: the same cost model (one write, one read, one allocation per hit),
+//! but RESP length-prefixes keys too, so any key is allowed and there is nothing to refuse. And the
+//! `memcache` library crate behind `lib-memcache`: binary or text protocol, a pool that may check
+//! the connection before each operation, a command written in several pieces, no pipelining.
+#![deny(missing_docs)]
+
+pub mod reply;
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::ops::Range;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+};
+
+use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER};
+
+/// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
+pub const MAX_KEY_LEN: usize = 250;
+
+/// Read buffer size. Replies up to this size are decoded in place; a value that cannot fit is read
+/// into its own `Vec`. 64 KiB also lets one read pick up ~8,000 `STORED` replies in a pipeline.
+pub const READ_BUF_LEN: usize = 64 * 1024;
+// A whole reply line must fit in the buffer, or `fill` could find it full and still need more.
+const _: () = assert!(READ_BUF_LEN > MAX_LINE_LEN);
+
+/// Most `set` commands in one pipeline chunk of `set_many`. See [`CHUNK_LEN`].
+pub const CHUNK_ITEMS: usize = 256;
+
+/// Most bytes of `set` commands in one `set_many` chunk (a single larger item makes a chunk of
+/// its own). A chunk is sent when either limit is reached.
+///
+/// Each chunk is written with one `write_all`, then the replies to the *previous* chunk are read:
+/// the server works on one chunk while we read the other's replies, and at most two chunks are in
+/// flight. A deadlock needs both directions full at once: our write blocked because the server
+/// stopped reading, because its replies to us sit unread. The reply side is what we bound: at
+/// most 2 x [`CHUNK_ITEMS`] = 512 unread `STORED` replies, where memcached 1.6.18 stops reading
+/// after ~1,400 unread replies on a Unix socket and ~350,000 on TCP (measured on the 2-vCPU dev
+/// VM with default Linux socket buffers). So the server keeps reading and even a 1 MiB write
+/// completes. Bounding bytes alone is not enough: with only a byte limit, 32 KiB of small sets
+/// followed by a 1 MiB value, or 1M small sets in 128 KiB chunks, hit the write timeout on a Unix
+/// socket. The byte limit keeps the command side small too: 64 KiB in flight fits the socket
+/// buffers, so our writes rarely block at all.
+///
+/// Cost: one write and at least one read per 256 items, and the last chunk's replies are waited
+/// for with nothing left to overlap.
+pub const CHUNK_LEN: usize = 32 * 1024;
+
+/// Largest expiry memcached treats as relative; above it, an exptime is an absolute Unix time.
+const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
+
+/// This client in the suite's list.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "memcached-text",
+    backend: Backend::Memcached,
+    transports: Transport::ALL,
+    kind: Kind::HandWritten,
+    summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
+    pipelining: "pipelined: sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read \
+                 after the next chunk is written",
+    limitations: &[],
+    slow_round_trip: None,
+    connect,
+};
+
+/// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.
+pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
+    Ok(match endpoint {
+        Endpoint::Tcp(addr) => Box::new(connect_tcp(addr, options)?),
+        Endpoint::Unix(path) => Box::new(connect_unix(path, options)?),
+    })
+}
+
+/// Connects over TCP with `TCP_NODELAY` (a command is one write; nothing is gained by waiting).
+pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextClient<TcpStream>> {
+    let fail = |source| Error::Connect {
+        endpoint: format!("tcp://{addr}"),
+        source,
+    };
+    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "address resolved to nothing");
+    for socket_addr in addr.to_socket_addrs().map_err(fail)? {
+        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
+            Ok(stream) => {
+                stream.set_nodelay(true).map_err(fail)?;
+                stream
+                    .set_read_timeout(Some(options.read_timeout))
+                    .map_err(fail)?;
+                stream
+                    .set_write_timeout(Some(options.write_timeout))
+                    .map_err(fail)?;
+                let mut client = TextClient::new(stream);
+                client.set_reply_timeout(Some(options.read_timeout));
+                return Ok(client);
+            }
+            Err(err) => last_error = err,
+        }
+    }
+    Err(fail(last_error))
+}
+
+/// Connects over a Unix socket (no connect timeout: see the crate docs).
+pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStream>> {
+    let fail = |source| Error::Connect {
+        endpoint: format!("unix://{}", path.display()),
+        source,
+    };
+    let stream = UnixStream::connect(path).map_err(fail)?;
+    stream
+        .set_read_timeout(Some(options.read_timeout))
+        .map_err(fail)?;
+    stream
+        .set_write_timeout(Some(options.write_timeout))
+        .map_err(fail)?;
+    let mut client = TextClient::new(stream);
+    client.set_reply_timeout(Some(options.read_timeout));
+    Ok(client)
+}
+
+/// A connection speaking the memcached text protocol over any byte stream.
+pub struct TextClient<S> {
+    stream: S,
+    /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
+    wbuf: Vec<u8>,
+    /// Received bytes; `rbuf[start..end]` are not yet decoded.
+    rbuf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    /// Set by the first error that leaves the stream out of sync; the connection is not reused.
+    broken: Option<String>,
+    /// Bounds the time one whole reply may take to arrive.
+    clock: ReplyClock,
+}
+
+/// The read timeout applied to a whole reply rather than to each `read`.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReplyClock {
+    limit: Option<Duration>,
+    /// When the first read of the current reply was made; `None` before it.
+    started: Option<Instant>,
+}
+
+impl ReplyClock {
+    /// Called before every read of a reply: one clock read, no system call.
+    fn check(&mut self) -> io::Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        match self.started {
+            None => self.started = Some(Instant::now()),
+            Some(started) if started.elapsed() >= limit => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("reply still incomplete after the {limit:?} read timeout"),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// A stream whose every `read` first checks the reply clock, so that `take` and `read_exact` can
+/// read a large value without escaping the whole-reply timeout.
+struct Clocked<'a, S> {
+    stream: &'a mut S,
+    clock: &'a mut ReplyClock,
+}
+
+impl<S: Read> Read for Clocked<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.clock.check()?;
+        self.stream.read(buf)
+    }
+}
+
+/// A reply once its bytes are in.
+enum Incoming {
+    /// Decoded in the read buffer; its ranges index `rbuf`, valid until the next read.
+    Buffered(Reply),
+    /// A value too large for the read buffer, read straight into its own `Vec`.
+    Large(Vec<u8>),
+}
+
+impl<S: Read + Write> TextClient<S> {
+    /// Wraps a connected stream. Timeouts, if any, are the stream's own.
+    pub fn new(stream: S) -> Self {
+        let rbuf = vec![0; READ_BUF_LEN].into_boxed_slice();
+        TextClient {
+            stream,
+            wbuf: Vec::with_capacity(1024),
+            rbuf,
+            start: 0,
+            end: 0,
+            broken: None,
+            clock: ReplyClock::default(),
+        }
+    }
+
+    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
+    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
+    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
+    pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
+        self.clock.limit = limit;
+    }
+
+    /// The underlying stream, for socket options or for counting what the client did.
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
+    /// True once an error has left the connection out of sync; every call then fails at once.
+    pub fn is_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+
+    /// Runs one exchange; an error that leaves the stream out of sync marks the connection broken.
+    fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if let Some(reason) = &self.broken {
+            let msg = format!("connection unusable after an earlier error: {reason}");
+            return Err(Error::Io(io::Error::new(io::ErrorKind::NotConnected, msg)));
+        }
+        let result = op(self);
+        if let Err(err) = &result
+            && err.breaks_connection()
+        {
+            self.broken = Some(err.to_string());
+        }
+        result
+    }
+
+    /// Appends one command, part by part, to the write buffer.
+    fn encode(&mut self, parts: &[&[u8]]) {
+        for part in parts {
+            self.wbuf.extend_from_slice(part);
+        }
+    }
+
+    fn encode_set(&mut self, key: &[u8], value: &[u8], exptime: u64) {
+        let (mut exptime_text, mut len_text) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let exptime = exptime_text.format(exptime).as_bytes();
+        let len = len_text.format(value.len()).as_bytes();
+        // set <key> 0 <exptime> <bytes>\r\n<data>\r\n
+        self.encode(&[
+            b"set ", key, b" 0 ", exptime, b" ", len, b"\r\n", value, b"\r\n",
+        ]);
+    }
+
+    /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
+    fn send(&mut self) -> Result<()> {
+        self.stream.write_all(&self.wbuf)?;
+        self.wbuf.clear();
+        Ok(())
+    }
+
+    /// Reads until one reply is complete. `key` is the command's key: a VALUE for any other key
+    /// means replies and commands no longer line up.
+    fn read_reply(&mut self, key: &[u8]) -> Result<Incoming> {
+        self.clock.started = None;
+        loop {
+            let window = &self.rbuf[self.start..self.end];
+            if let Some((reply, len)) = reply::decode(window)? {
+                let reply = reply.offset(self.start);
+                self.start += len;
+                if self.start == self.end {
+                    (self.start, self.end) = (0, 0);
+                }
+                if let Reply::Value { key: echoed, .. } = &reply {
+                    check_echo(key, &self.rbuf[echoed.clone()])?;
+                }
+                return Ok(Incoming::Buffered(reply));
+            }
+            // Incomplete. If it is a VALUE that can never fit in rbuf, stop buffering.
+            let header = reply::parse_line(window)?;
+            if let Some((
+                Reply::Value {
+                    key: echoed, data, ..
+                },
+                _,
+            )) = header
+                && data.end + VALUE_TRAILER.len() > self.rbuf.len()
+            {
+                check_echo(key, &window[echoed])?;
+                return self.read_large(data).map(Incoming::Large);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads a value that cannot fit in `rbuf` into a `Vec` of exactly the announced size (capped
+    /// at [`MAX_VALUE_LEN`] by the decoder). `data` is relative to `rbuf[start..]`.
+    fn read_large(&mut self, data: Range<usize>) -> Result<Vec<u8>> {
+        let mut value = Vec::with_capacity(data.len());
+        let buffered = &self.rbuf[self.start + data.start..self.end];
+        let in_data = buffered.len().min(data.len());
+        value.extend_from_slice(&buffered[..in_data]);
+        // The whole reply does not fit in rbuf, so at most part of the trailer is buffered.
+        let mut trailer = [0u8; VALUE_TRAILER.len()];
+        let in_trailer = buffered.len() - in_data;
+        trailer[..in_trailer].copy_from_slice(&buffered[in_data..]);
+        (self.start, self.end) = (0, 0);
+        // `take` + `read_to_end` reads into the Vec's spare capacity: no zero-filling first.
+        let rest = (data.len() - in_data) as u64;
+        let mut stream = Clocked {
+            stream: &mut self.stream,
+            clock: &mut self.clock,
+        };
+        (&mut stream).take(rest).read_to_end(&mut value)?;
+        if value.len() != data.len() {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+        }
+        stream.read_exact(&mut trailer[in_trailer..])?;
+        if trailer != VALUE_TRAILER {
+            return Err(ReplyError::MissingEnd.into());
+        }
+        Ok(value)
+    }
+
+    /// One `read` into the free end of `rbuf`, first moving undecoded bytes to the front if full.
+    fn fill(&mut self) -> Result<()> {
+        if self.end == self.rbuf.len() {
+            self.rbuf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        self.clock.check()?;
+        loop {
+            match self.stream.read(&mut self.rbuf[self.end..]) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// The error a reply stands for when it is not the expected one.
+    ///
+    /// `SERVER_ERROR` (and `NOT_STORED`) mean the server parsed the command and read its data
+    /// block: the stream is in sync, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did
+    /// not parse our command line, and for a `set` it then reads the data block as a command
+    /// (memcached 1.6 answers `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so
+    /// [`Error::Protocol`]. Since keys and lengths are checked before sending, neither should
+    /// happen. Any other reply belongs to another command.
+    fn unexpected(&self, incoming: Incoming, command: &str) -> Error {
+        let text = |range: Range<usize>| self.rbuf[range].escape_ascii().to_string();
+        match incoming {
+            Incoming::Buffered(Reply::ServerError(msg)) => Error::Server(text(msg)),
+            Incoming::Buffered(Reply::NotStored) => Error::Server("NOT_STORED".into()),
+            Incoming::Buffered(Reply::ClientError(msg)) => Error::Protocol(text(msg)),
+            Incoming::Buffered(other) => Error::Protocol(format!("{other:?} answers {command}")),
+            Incoming::Large(_) => Error::Protocol(format!("VALUE answers {command}")),
+        }
+    }
+
+    /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
+    fn read_stored(&mut self, key: &[u8]) -> Result<()> {
+        match self.read_reply(key)? {
+            Incoming::Buffered(Reply::Stored) => Ok(()),
+            other => Err(self.unexpected(other, "set")),
+        }
+    }
+
+    fn store(&mut self, key: &[u8], value: &[u8], exptime: u64) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        self.exchange(|c| {
+            c.encode_set(key, value, exptime);
+            c.send()?;
+            c.read_stored(key)
+        })
+    }
+
+    /// The pipeline behind `set_many`; see [`CHUNK_LEN`] for the interleaving and why it cannot
+    /// deadlock.
+    ///
+    /// After the first reply other than STORED, no further chunk is sent; the replies already owed
+    /// are still read (so the connection stays in sync) and then that first error is returned.
+    /// Items in chunks sent before the error may be stored. A malformed reply stops at once.
+    fn pipeline(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut first_error = None;
+        // Items [unread..sent) are written but their replies not read; [sent..=i] are encoded.
+        let (mut unread, mut sent) = (0, 0);
+        for (i, (key, value)) in items.iter().enumerate() {
+            self.encode_set(key, value, 0);
+            let chunk_full = self.wbuf.len() >= CHUNK_LEN || i + 1 - sent >= CHUNK_ITEMS;
+            if !chunk_full && i + 1 < items.len() {
+                continue;
+            }
+            self.send()?;
+            for (key, _) in &items[unread..sent] {
+                self.drain_one(key, &mut first_error)?;
+            }
+            (unread, sent) = (sent, i + 1);
+            if first_error.is_some() {
+                break;
+            }
+        }
+        for (key, _) in &items[unread..sent] {
+            self.drain_one(key, &mut first_error)?;
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Reads one `set` reply, keeping the first in-sync error for later; out-of-sync ones return.
+    fn drain_one(&mut self, key: &[u8], first_error: &mut Option<Error>) -> Result<()> {
+        match self.read_stored(key) {
+            Err(err) if !err.breaks_connection() => {
+                first_error.get_or_insert(err);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S: Read + Write + Send> Client for TextClient<S> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        self.exchange(|c| {
+            c.encode(&[b"get ", key, b"\r\n"]);
+            c.send()?;
+            match c.read_reply(key)? {
+                Incoming::Buffered(Reply::Value { data, .. }) => Ok(Some(c.rbuf[data].to_vec())),
+                Incoming::Buffered(Reply::End) => Ok(None),
+                Incoming::Large(value) => Ok(Some(value)),
+                other => Err(c.unexpected(other, "get")),
+            }
+        })
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.store(key, value, 0)
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.store(key, value, exptime(ttl_secs)?)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        self.exchange(|c| {
+            c.encode(&[b"delete ", key, b"\r\n"]);
+            c.send()?;
+            match c.read_reply(key)? {
+                Incoming::Buffered(Reply::Deleted) => Ok(true),
+                Incoming::Buffered(Reply::NotFound) => Ok(false),
+                other => Err(c.unexpected(other, "delete")),
+            }
+        })
+    }
+
+    /// Pipelined in chunks: see [`CHUNK_LEN`]. Every key and value is checked before anything is
+    /// written, so one bad key refuses the whole batch with nothing sent.
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        for (key, value) in items {
+            check_key(key)?;
+            check_value(value)?;
+        }
+        self.exchange(|c| c.pipeline(items))
+    }
+}
+
+/// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.
+pub fn check_key(key: &[u8]) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        let msg = format!("key of {} bytes, not 1..={MAX_KEY_LEN}", key.len());
+        return Err(Error::InvalidInput(msg));
+    }
+    match key.iter().find(|&&byte| byte <= b' ' || byte == 0x7f) {
+        Some(byte) => Err(Error::InvalidInput(format!(
+            "key holds space/control byte {byte:#04x}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
+/// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit
+/// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in sync.
+fn check_value(value: &[u8]) -> Result<()> {
+    match value.len() {
+        0..=MAX_VALUE_LEN => Ok(()),
+        len => Err(Error::InvalidInput(format!(
+            "value of {len} bytes, over {MAX_VALUE_LEN}"
+        ))),
+    }
+}
+
+/// memcached's exptime for a TTL. 0 would mean "never expires", so it is refused; above 30 days
+/// memcached reads the number as an absolute Unix time, so such a TTL is sent as now + TTL (which
+/// assumes client and server clocks agree).
+fn exptime(ttl_secs: u32) -> Result<u64> {
+    match ttl_secs {
+        0 => Err(Error::InvalidInput("ttl 0 would mean: never expire".into())),
+        1..=MAX_RELATIVE_EXPTIME => Ok(u64::from(ttl_secs)),
+        _ => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            Ok(now.as_secs() + u64::from(ttl_secs))
+        }
+    }
+}
+
+/// A VALUE must echo the key we asked for.
+fn check_echo(sent: &[u8], echoed: &[u8]) -> Result<()> {
+    if sent == echoed {
+        return Ok(());
+    }
+    let (sent, echoed) = (sent.escape_ascii(), echoed.escape_ascii());
+    Err(Error::Protocol(format!(
+        "VALUE {echoed} answers a command for {sent}"
+    )))
+}
+
+impl From<ReplyError> for Error {
+    fn from(err: ReplyError) -> Error {
+        Error::Protocol(err.to_string())
+    }
+}

@@ -1,0 +1,217 @@
+//! The sans-I/O half: recognising one memcached text reply in a byte slice.
+//!
+//! [`decode`] is given the bytes received so far and answers one of three things: a complete reply
+//! of `n` bytes (`Ok(Some((reply, n)))`), "need more bytes" (`Ok(None)`, a normal outcome, not an
+//! error), or a [`ReplyError`] when the bytes cannot be a reply to `get`, `set` or `delete`. It
+//! never touches a socket and never allocates on success, so every wire form is tested on byte
+//! literals. Like csv-core, the caller owns the buffer: the ranges in a [`Reply`] index the slice
+//! that was decoded.
+//!
+//! Every length the peer claims is checked before the caller can allocate for it: a line is at
+//! most [`MAX_LINE_LEN`] bytes, a value at most [`MAX_VALUE_LEN`].
+
+use std::ops::Range;
+
+/// Longest reply line accepted, CRLF included.
+///
+/// The longest line memcached sends in answer to `get`, `set` or `delete` is a VALUE header:
+/// `VALUE ` + a 250-byte key + flags (10 digits) + byte count (10 digits), even with a 20-digit
+/// CAS field under 320 bytes; error lines are shorter. 1 KiB leaves room for longer error texts,
+/// and a peer streaming bytes without a newline is caught after 1 KiB instead of never.
+pub const MAX_LINE_LEN: usize = 1024;
+
+/// Largest value a VALUE header may announce: 1 GiB, the ceiling of memcached's item size (`-I`
+/// accepts at most `1024m`), so no real server announces more. A header claiming 10^18 bytes is
+/// an error here, not an allocation attempt later.
+pub const MAX_VALUE_LEN: usize = 1 << 30;
+
+/// What follows a value's data: the data's own CRLF, then the `END` line closing the `get` reply.
+pub const VALUE_TRAILER: &[u8] = b"\r\nEND\r\n";
+
+/// One complete reply. Ranges index the slice given to [`decode`] or [`parse_line`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n`: a `get` hit.
+    Value {
+        /// Where the key echoed by the server is.
+        key: Range<usize>,
+        /// The opaque 32-bit flags stored with the item (this client always stores 0).
+        flags: u32,
+        /// Where the data is (from [`parse_line`]: where it will be once received).
+        data: Range<usize>,
+    },
+    /// `END\r\n` with no VALUE before it: a `get` miss.
+    End,
+    /// `STORED\r\n`: a `set` succeeded.
+    Stored,
+    /// `NOT_STORED\r\n`: a conditional store (`add`, `replace`) was not done.
+    NotStored,
+    /// `DELETED\r\n`: a `delete` removed the key.
+    Deleted,
+    /// `NOT_FOUND\r\n`: a `delete` found no such key.
+    NotFound,
+    /// `ERROR\r\n`: the server read a command name it does not know.
+    Error,
+    /// `CLIENT_ERROR <msg>\r\n`: the server could not parse the command; the range is `<msg>`.
+    ClientError(Range<usize>),
+    /// `SERVER_ERROR <msg>\r\n`: the server parsed the command but could not do it; the range is
+    /// `<msg>`, for example `object too large for cache`.
+    ServerError(Range<usize>),
+}
+
+impl Reply {
+    /// The same reply with every range moved `by` bytes to the right: for a caller that decoded
+    /// a window starting `by` bytes into its buffer.
+    pub fn offset(self, by: usize) -> Reply {
+        let shift = |range: Range<usize>| range.start + by..range.end + by;
+        match self {
+            Reply::Value { key, flags, data } => Reply::Value {
+                key: shift(key),
+                flags,
+                data: shift(data),
+            },
+            Reply::ClientError(msg) => Reply::ClientError(shift(msg)),
+            Reply::ServerError(msg) => Reply::ServerError(shift(msg)),
+            other => other,
+        }
+    }
+}
+
+/// Why bytes cannot be a reply. After any of these the stream is out of sync.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// No LF within [`MAX_LINE_LEN`] bytes.
+    #[error("no line end within the first {MAX_LINE_LEN} bytes of a reply")]
+    LineTooLong,
+    /// A line ended in LF without the CR before it.
+    #[error("reply line ends in a bare LF")]
+    BareLineFeed,
+    /// A line starting with `VALUE ` that is not `VALUE <key> <flags> <bytes>`.
+    #[error("malformed VALUE line: {0}")]
+    BadValueLine(&'static str),
+    /// A VALUE header announcing more than [`MAX_VALUE_LEN`] bytes.
+    #[error("VALUE announces more than {MAX_VALUE_LEN} bytes")]
+    ValueTooLarge,
+    /// The announced number of data bytes is not followed by `\r\nEND\r\n`.
+    #[error("value data not followed by \\r\\nEND\\r\\n (wrong byte count?)")]
+    MissingEnd,
+    /// A line that is none of the replies above.
+    #[error("unknown reply line {0:?}")]
+    UnknownLine(String),
+}
+
+/// Reads one reply line (and, for VALUE, the header only: the data is not needed yet).
+///
+/// For [`Reply::Value`], `data` says where the data will be; it may not have arrived yet. The
+/// client uses this to read a value too large for its buffer straight into the value's `Vec`.
+/// The `usize` is the length of the line, CRLF included.
+pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
+    let searched = &buf[..buf.len().min(MAX_LINE_LEN)];
+    let Some(lf) = searched.iter().position(|&byte| byte == b'\n') else {
+        return if buf.len() >= MAX_LINE_LEN {
+            Err(ReplyError::LineTooLong)
+        } else {
+            Ok(None)
+        };
+    };
+    let Some(cr) = lf.checked_sub(1).filter(|&cr| buf[cr] == b'\r') else {
+        return Err(ReplyError::BareLineFeed);
+    };
+    let line = &buf[..cr];
+    let line_len = lf + 1;
+    let reply = match line {
+        b"END" => Reply::End,              // END\r\n
+        b"STORED" => Reply::Stored,        // STORED\r\n
+        b"NOT_STORED" => Reply::NotStored, // NOT_STORED\r\n
+        b"DELETED" => Reply::Deleted,      // DELETED\r\n
+        b"NOT_FOUND" => Reply::NotFound,   // NOT_FOUND\r\n
+        b"ERROR" => Reply::Error,          // ERROR\r\n
+        _ if line.starts_with(b"VALUE ") => value_header(line, line_len)?,
+        _ => {
+            if let Some(msg) = message(line, b"CLIENT_ERROR") {
+                Reply::ClientError(msg) // CLIENT_ERROR <msg>\r\n
+            } else if let Some(msg) = message(line, b"SERVER_ERROR") {
+                Reply::ServerError(msg) // SERVER_ERROR <msg>\r\n
+            } else {
+                let shown = &line[..line.len().min(64)];
+                return Err(ReplyError::UnknownLine(shown.escape_ascii().to_string()));
+            }
+        }
+    };
+    Ok(Some((reply, line_len)))
+}
+
+/// Decodes one complete reply from the start of `buf`: `Ok(Some((reply, n)))` when its `n` bytes
+/// are all there, `Ok(None)` when more bytes are needed.
+pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
+    let Some((reply, line_len)) = parse_line(buf)? else {
+        return Ok(None);
+    };
+    let Reply::Value { data, .. } = &reply else {
+        return Ok(Some((reply, line_len)));
+    };
+    // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n: the data is found by its count, never by
+    // scanning it, which is what makes values binary-safe in a line-based protocol. Trailer bytes
+    // already here are checked now, so a wrong count fails at once rather than at a timeout.
+    let after_data = buf.get(data.end..).unwrap_or_default();
+    let seen = after_data.len().min(VALUE_TRAILER.len());
+    if after_data[..seen] != VALUE_TRAILER[..seen] {
+        return Err(ReplyError::MissingEnd);
+    }
+    if seen < VALUE_TRAILER.len() {
+        return Ok(None);
+    }
+    // No overflow: data.end + seen <= buf.len().
+    let len = data.end + VALUE_TRAILER.len();
+    Ok(Some((reply, len)))
+}
+
+/// `VALUE <key> <flags> <bytes>`, given the whole line and its length with CRLF.
+fn value_header(line: &[u8], line_len: usize) -> Result<Reply, ReplyError> {
+    let mut fields = line.split(|&byte| byte == b' ');
+    // Five slots for four fields: the fifth must be empty.
+    let [Some(b"VALUE"), Some(key), Some(flags), Some(bytes), None] =
+        std::array::from_fn::<_, 5, _>(|_| fields.next())
+    else {
+        return Err(ReplyError::BadValueLine("want VALUE <key> <flags> <bytes>"));
+    };
+    if key.is_empty() {
+        return Err(ReplyError::BadValueLine("empty key"));
+    }
+    let flags = decimal(flags).ok_or(ReplyError::BadValueLine("flags not a number"))?;
+    let flags = u32::try_from(flags).map_err(|_| ReplyError::BadValueLine("flags above 2^32"))?;
+    let len = decimal(bytes).ok_or(ReplyError::BadValueLine("byte count not a number"))?;
+    if len > MAX_VALUE_LEN as u64 {
+        return Err(ReplyError::ValueTooLarge);
+    }
+    let len = len as usize; // <= MAX_VALUE_LEN: fits
+    let key_start = b"VALUE ".len();
+    let data_end = line_len.checked_add(len).ok_or(ReplyError::ValueTooLarge)?;
+    Ok(Reply::Value {
+        key: key_start..key_start + key.len(),
+        flags,
+        data: line_len..data_end,
+    })
+}
+
+/// ASCII decimal digits; `None` if empty or not all digits. Saturates instead of overflowing, so
+/// a 40-digit count comes out as `u64::MAX` and fails the caller's limit check.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let push_digit = |acc: u64, digit: &u8| {
+        acc.saturating_mul(10)
+            .saturating_add(u64::from(digit - b'0'))
+    };
+    Some(digits.iter().fold(0, push_digit))
+}
+
+/// For `<prefix> <msg>` (or a bare `<prefix>`), the range of `<msg>`.
+fn message(line: &[u8], prefix: &[u8]) -> Option<Range<usize>> {
+    match line.strip_prefix(prefix)? {
+        [] => Some(line.len()..line.len()),
+        [b' ', ..] => Some(prefix.len() + 1..line.len()),
+        _ => None,
+    }
+}

@@ -1,0 +1,322 @@
+//! The sans-I/O reply reader on byte literals: one test per wire form, one per malformed form,
+//! every valid reply split at every offset, and property tests that no input panics.
+
+use kvbench_memcached_text::reply::{
+    MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, decode, parse_line,
+};
+use proptest::prelude::*;
+
+/// Decodes a reply that must be complete and exactly `buf` long.
+fn complete(buf: &[u8]) -> Reply {
+    match decode(buf) {
+        Ok(Some((reply, len))) => {
+            assert_eq!(
+                len,
+                buf.len(),
+                "reply length for {:?}",
+                buf.escape_ascii().to_string()
+            );
+            reply
+        }
+        other => panic!(
+            "{:?}: want a complete reply, got {other:?}",
+            buf.escape_ascii().to_string()
+        ),
+    }
+}
+
+fn error_of(buf: &[u8]) -> ReplyError {
+    match decode(buf) {
+        Err(err) => err,
+        other => panic!(
+            "{:?}: want an error, got {other:?}",
+            buf.escape_ascii().to_string()
+        ),
+    }
+}
+
+#[test]
+fn decode_value_hit() {
+    // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n
+    let buf = b"VALUE foo 42 3\r\nbar\r\nEND\r\n";
+    let Reply::Value { key, flags, data } = complete(buf) else {
+        panic!("not a VALUE")
+    };
+    assert_eq!(&buf[key], b"foo");
+    assert_eq!(flags, 42);
+    assert_eq!(&buf[data], b"bar");
+}
+
+#[test]
+fn decode_empty_value_is_a_hit() {
+    let buf = b"VALUE k 0 0\r\n\r\nEND\r\n";
+    let Reply::Value { data, .. } = complete(buf) else {
+        panic!("not a VALUE")
+    };
+    assert!(data.is_empty());
+}
+
+#[test]
+fn value_data_may_contain_the_end_marker() {
+    // Found by count, not by scanning: CRLF and END inside the data are just data.
+    let buf = b"VALUE k 0 9\r\n\r\nEND\r\n\0\xff\r\nEND\r\n";
+    let Reply::Value { data, .. } = complete(buf) else {
+        panic!("not a VALUE")
+    };
+    assert_eq!(&buf[data], b"\r\nEND\r\n\0\xff");
+}
+
+#[test]
+fn decode_status_lines() {
+    assert_eq!(complete(b"END\r\n"), Reply::End); // miss
+    assert_eq!(complete(b"STORED\r\n"), Reply::Stored);
+    assert_eq!(complete(b"NOT_STORED\r\n"), Reply::NotStored);
+    assert_eq!(complete(b"DELETED\r\n"), Reply::Deleted);
+    assert_eq!(complete(b"NOT_FOUND\r\n"), Reply::NotFound);
+    assert_eq!(complete(b"ERROR\r\n"), Reply::Error);
+}
+
+#[test]
+fn decode_error_lines_with_messages() {
+    let buf = b"CLIENT_ERROR bad data chunk\r\n";
+    let Reply::ClientError(msg) = complete(buf) else {
+        panic!("not CLIENT_ERROR")
+    };
+    assert_eq!(&buf[msg], b"bad data chunk");
+
+    let buf = b"SERVER_ERROR object too large for cache\r\n";
+    let Reply::ServerError(msg) = complete(buf) else {
+        panic!("not SERVER_ERROR")
+    };
+    assert_eq!(&buf[msg], b"object too large for cache");
+
+    let Reply::ServerError(msg) = complete(b"SERVER_ERROR\r\n") else {
+        panic!("not SERVER_ERROR")
+    };
+    assert!(msg.is_empty());
+}
+
+#[test]
+fn a_reply_ends_where_it_ends_even_with_more_bytes_behind_it() {
+    // Pipelined replies arrive back to back.
+    let buf = b"STORED\r\nSTORED\r\nSERVER_ERROR out of memory\r\n";
+    assert_eq!(decode(buf), Ok(Some((Reply::Stored, 8))));
+    let buf = b"VALUE k 0 1\r\nx\r\nEND\r\nEND\r\n";
+    assert!(matches!(decode(buf), Ok(Some((Reply::Value { .. }, 21)))));
+}
+
+#[test]
+fn rejects_count_smaller_than_the_data() {
+    assert_eq!(
+        error_of(b"VALUE k 0 2\r\nabc\r\nEND\r\n"),
+        ReplyError::MissingEnd
+    );
+}
+
+#[test]
+fn rejects_count_larger_than_the_data() {
+    // Four bytes of data would be "abc\r"; what follows is not "\r\nEND\r\n".
+    assert_eq!(
+        error_of(b"VALUE k 0 4\r\nabc\r\nEND\r\n"),
+        ReplyError::MissingEnd
+    );
+}
+
+#[test]
+fn wrong_count_fails_on_the_first_wrong_byte_not_at_a_timeout() {
+    // Only one trailer byte is here, and it is already wrong.
+    assert_eq!(error_of(b"VALUE k 0 2\r\nabc"), ReplyError::MissingEnd);
+}
+
+#[test]
+fn rejects_value_without_end() {
+    assert_eq!(
+        error_of(b"VALUE k 0 3\r\nabc\r\nVALUE j 0 1\r\nx\r\nEND\r\n"),
+        ReplyError::MissingEnd
+    );
+    assert_eq!(
+        error_of(b"VALUE k 0 3\r\nabc\r\nSTORED\r\n"),
+        ReplyError::MissingEnd
+    );
+    assert_eq!(
+        error_of(b"VALUE k 0 3\r\nabcEND\r\n"),
+        ReplyError::MissingEnd
+    );
+}
+
+#[test]
+fn rejects_unknown_status_line() {
+    for line in [
+        &b"EXISTS\r\n"[..],
+        b"stored\r\n",
+        b"+OK\r\n",
+        b"\r\n",
+        b"STORED \r\n",
+        b"SERVER_ERRORX\r\n",
+    ] {
+        assert!(
+            matches!(error_of(line), ReplyError::UnknownLine(_)),
+            "{line:?}"
+        );
+    }
+}
+
+#[test]
+fn rejects_bare_line_feed() {
+    assert_eq!(error_of(b"STORED\n"), ReplyError::BareLineFeed);
+    assert_eq!(error_of(b"\n"), ReplyError::BareLineFeed);
+}
+
+#[test]
+fn rejects_overlong_line_at_the_limit() {
+    let mut buf = vec![b'A'; MAX_LINE_LEN - 1];
+    assert_eq!(
+        decode(&buf),
+        Ok(None),
+        "one byte short of the limit: still waiting"
+    );
+    buf.push(b'A');
+    assert_eq!(error_of(&buf), ReplyError::LineTooLong);
+    // A line of exactly MAX_LINE_LEN bytes with its CRLF is fine.
+    let mut exact = b"SERVER_ERROR ".to_vec();
+    exact.resize(MAX_LINE_LEN - 2, b'x');
+    exact.extend_from_slice(b"\r\n");
+    assert!(matches!(complete(&exact), Reply::ServerError(_)));
+}
+
+#[test]
+fn rejects_absurd_length_before_anything_is_allocated() {
+    for header in [
+        &b"VALUE k 0 99999999999999999999999999999999\r\n"[..],
+        b"VALUE k 0 18446744073709551615\r\n",
+        format!("VALUE k 0 {}\r\n", MAX_VALUE_LEN + 1).as_bytes(),
+    ] {
+        assert_eq!(error_of(header), ReplyError::ValueTooLarge, "{header:?}");
+    }
+    // The cap itself is accepted: the header parses and the reader waits for the data.
+    let header = format!("VALUE k 0 {MAX_VALUE_LEN}\r\n");
+    assert_eq!(decode(header.as_bytes()), Ok(None));
+    let Ok(Some((Reply::Value { data, .. }, len))) = parse_line(header.as_bytes()) else {
+        panic!("header did not parse")
+    };
+    assert_eq!((data.len(), len), (MAX_VALUE_LEN, header.len()));
+}
+
+#[test]
+fn rejects_malformed_value_headers() {
+    for header in [
+        &b"VALUE k 0\r\n"[..],
+        b"VALUE k 0 3 7\r\n",
+        b"VALUE  0 3\r\n",
+        b"VALUE k 0 -3\r\n",
+        b"VALUE k 0 3x\r\n",
+        b"VALUE k 0 \r\n",
+        b"VALUE k x 3\r\n",
+        b"VALUE k 4294967296 3\r\n",
+        b"VALUE k  0 3\r\n",
+    ] {
+        assert!(
+            matches!(error_of(header), ReplyError::BadValueLine(_)),
+            "{:?}",
+            header.escape_ascii().to_string()
+        );
+    }
+}
+
+#[test]
+fn flags_up_to_u32_max_are_accepted() {
+    let buf = b"VALUE k 4294967295 0\r\n\r\nEND\r\n";
+    assert!(matches!(
+        complete(buf),
+        Reply::Value {
+            flags: u32::MAX,
+            ..
+        }
+    ));
+}
+
+const VALID: &[&[u8]] = &[
+    b"VALUE foo 0 3\r\nbar\r\nEND\r\n",
+    b"VALUE k 7 0\r\n\r\nEND\r\n",
+    b"VALUE k 0 7\r\n\r\nEND\r\n\r\nEND\r\n",
+    b"END\r\n",
+    b"STORED\r\n",
+    b"NOT_STORED\r\n",
+    b"DELETED\r\n",
+    b"NOT_FOUND\r\n",
+    b"ERROR\r\n",
+    b"CLIENT_ERROR bad command line format\r\n",
+    b"SERVER_ERROR object too large for cache\r\n",
+];
+
+#[test]
+fn every_valid_reply_split_at_every_offset_needs_more_until_the_last_byte() {
+    for reply in VALID {
+        for cut in 0..reply.len() {
+            assert_eq!(
+                decode(&reply[..cut]),
+                Ok(None),
+                "{:?} cut at {cut}",
+                reply.escape_ascii().to_string()
+            );
+        }
+        complete(reply);
+    }
+}
+
+#[test]
+fn offset_moves_every_range() {
+    let buf = b"xxVALUE k 0 1\r\nv\r\nEND\r\n";
+    let (reply, _) = decode(&buf[2..]).unwrap().unwrap();
+    let Reply::Value { key, data, .. } = reply.offset(2) else {
+        panic!("not a VALUE")
+    };
+    assert_eq!((&buf[key], &buf[data]), (&b"k"[..], &b"v"[..]));
+}
+
+/// Cases per property: 256 in `make test`; `KVBENCH_FUZZ_CASES=N` (set by `make fuzz`, see
+/// crates/resp/FUZZING.md) runs N.
+fn cases() -> u32 {
+    std::env::var("KVBENCH_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn never_panics_and_never_claims_more_than_it_was_given(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        if let Ok(Some((_, len))) = decode(&bytes) {
+            prop_assert!(len <= bytes.len());
+        }
+    }
+
+    #[test]
+    fn never_panics_on_value_shaped_noise(count in any::<u64>(), tail in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let mut bytes = format!("VALUE k 0 {count}\r\n").into_bytes();
+        bytes.extend_from_slice(&tail);
+        if let Ok(Some((_, len))) = decode(&bytes) {
+            prop_assert!(len <= bytes.len());
+        }
+    }
+
+    #[test]
+    fn any_value_round_trips(data in proptest::collection::vec(any::<u8>(), 0..600), flags in any::<u32>()) {
+        let mut buf = format!("VALUE some:key {flags} {}\r\n", data.len()).into_bytes();
+        buf.extend_from_slice(&data);
+        buf.extend_from_slice(b"\r\nEND\r\nSTORED\r\n");
+        let (reply, len) = decode(&buf).unwrap().unwrap();
+        prop_assert_eq!(len, buf.len() - b"STORED\r\n".len());
+        let Reply::Value { key, flags: got_flags, data: range } = reply else {
+            return Err(TestCaseError::fail("not a VALUE"));
+        };
+        prop_assert_eq!(&buf[key], b"some:key");
+        prop_assert_eq!(got_flags, flags);
+        prop_assert_eq!(&buf[range], &data[..]);
+        for cut in 0..len {
+            prop_assert_eq!(decode(&buf[..cut]), Ok(None));
+        }
+    }
+}

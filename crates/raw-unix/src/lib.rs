@@ -1,0 +1,58 @@
+//! `raw-unix`: the `raw-tcp` client over a Unix domain socket — and nothing else changed.
+//!
+//! **What it teaches.** How much of a loopback round trip is TCP itself. A Unix stream socket
+//! skips the TCP/IP stack (no checksums, no segmentation, no ACKs, no Nagle), so the same bytes
+//! cost fewer instructions in the kernel. To make the comparison mean exactly that, this crate
+//! contains no protocol code at all: it connects a [`UnixStream`] and hands it to
+//! [`kvbench_raw_tcp::RawConnection`], the very type `raw-tcp` uses, which is generic over the
+//! stream. Same buffers, same single `write` per command, same parser — only the socket differs.
+//!
+//! **What it gives up.** Everything `raw-tcp` gives up, plus reach: a Unix socket only works on
+//! the same machine, so it says nothing about a real network.
+//!
+//! **Timeouts.** Reads and writes are bounded exactly as in `raw-tcp` (the read timeout also
+//! bounds each whole reply). The connect is not: `std` has no `UnixStream::connect_timeout`.
+//! A local connect fails at once when nothing listens, and completes at once while the server's
+//! accept backlog has room; only a server that has stopped calling `accept` with a full backlog
+//! makes it wait, and then it waits until the server accepts or exits.
+#![deny(missing_docs)]
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+};
+use kvbench_raw_tcp::{RawConnection, WriteStrategy};
+
+/// Connects to a Redis Unix socket. Reads and writes get the usual timeouts;
+/// [`Options::connect_timeout`] is not applied (see the crate docs).
+pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<UnixStream>> {
+    let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
+        endpoint: format!("unix://{}", path.display()),
+        source,
+    })?;
+    stream.set_read_timeout(Some(options.read_timeout))?;
+    stream.set_write_timeout(Some(options.write_timeout))?;
+    let mut connection = RawConnection::new(stream, WriteStrategy::PerCommand);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
+}
+
+/// The client as the suite lists it.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "raw-unix",
+    backend: Backend::Redis,
+    transports: &[Transport::Unix],
+    kind: Kind::HandWritten,
+    summary: "raw-tcp's connection type over a Unix socket: only the transport differs",
+    pipelining: "none: one round trip per item (the contract's default loop)",
+    limitations: &[],
+    slow_round_trip: None,
+    connect: |endpoint, options| match endpoint {
+        Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?) as Box<dyn Client>),
+        Endpoint::Tcp(_) => Err(Error::Unsupported(
+            "raw-unix speaks Unix sockets only; use raw-tcp".into(),
+        )),
+    },
+};

@@ -1,0 +1,140 @@
+//! Turns a benchmark run's `results.json` into what people look at: an HTML report that opens
+//! from disk, a Markdown summary, and run-to-run comparisons.
+//!
+//! The bench suite (sibling `bench-suite`) measures; this crate only reads its `results.json`
+//! (schema in [`results`] and `reports/README.md`) and writes next to it:
+//!
+//! - `index.html` ([`render_run`]): one section per operation; per cell (backend × transport ×
+//!   operation × size) a bar chart with one bar per client and the confidence interval as
+//!   whiskers, Redis beside memcached and TCP beside Unix on one shared axis; a pipeline-depth
+//!   chart per client; a sortable cost table per cell (ops/s, × fastest, × redis-benchmark, CPU,
+//!   syscalls, allocations, latency percentiles); failed and unsupported pairs with their reason;
+//!   the run's environment; links into criterion's own per-group reports.
+//! - `summary.md`: the same tables in Markdown.
+//! - [`compare::compare_runs`]: B/A ratios per row, with differences inside the noise marked.
+//! - [`check::check_run_dir`]: the static half of `make test-report` (charts present, no dead
+//!   link, well-formed page); `crates/report/browser-test.sh` adds headless Chromium.
+//!
+//! # What it gives up
+//!
+//! Charts are drawn by hand as inline SVG (bars, whiskers, three ticks): no plotting crate, no
+//! script library, no CDN, so the folder can be zipped and opened anywhere, offline. The price is
+//! plain charts: no zoom, no log axis (the depth chart shares one linear axis, so a slow client
+//! shows as a short bar, which is the point). The page's only scripts are small and inline:
+//! sortable tables and a self-check of its own charts; without JavaScript everything still shows.
+//!
+//! Links are emitted only to files that exist inside the run folder, and every string from
+//! results.json is escaped, in HTML and in Markdown.
+
+#![deny(missing_docs)]
+
+pub mod check;
+pub mod compare;
+mod format;
+mod html;
+mod markdown;
+mod model;
+pub mod results;
+mod svg;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use compare::{Comparison, compare, compare_runs};
+pub use results::Results;
+
+/// The report's file name inside a run folder.
+pub const INDEX_FILE: &str = "index.html";
+/// The Markdown summary's file name inside a run folder.
+pub const SUMMARY_FILE: &str = "summary.md";
+
+/// Everything that can go wrong reading results or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// results.json is not valid JSON of the expected shape.
+    #[error("cannot parse {}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Where and why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A report file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An extra section of the report, supplied by a later stage (the "Lessons" hook).
+///
+/// `html` is inserted verbatim: the caller owns its escaping (use it for markup you generated,
+/// never for text straight from results.json). `title` is escaped; `id` is reduced to
+/// `[A-Za-z0-9-]` and prefixed with `lesson-`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Section {
+    /// Anchor id (made safe, prefixed with `lesson-`).
+    pub id: String,
+    /// Heading, plain text.
+    pub title: String,
+    /// Body, trusted HTML.
+    pub html: String,
+}
+
+/// Writes `<dir>/index.html` and `<dir>/summary.md` from `<dir>/results.json`.
+///
+/// The bench suite calls this at the end of every run (`make bench`, `make bench-quick`), and
+/// `make report RUN=<id>` calls it on an existing run. It reads nothing but the run folder and
+/// needs no network; criterion reports copied into `<dir>/criterion/` are linked when present.
+/// Same as [`render_run_with_lessons`] with no extra sections.
+pub fn render_run(dir: &Path) -> Result<(), Error> {
+    render_run_with_lessons(dir, &[])
+}
+
+/// [`render_run`] plus extra sections inserted before the page's footer, at the place marked
+/// `LESSONS HOOK` in the HTML. This is the hook for a later "Lessons" stage; nothing calls it
+/// with sections yet, so by default the report has none.
+pub fn render_run_with_lessons(dir: &Path, lessons: &[Section]) -> Result<(), Error> {
+    let results = Results::load(dir)?;
+    let (page, summary) = render(&results, dir, lessons);
+    write(&dir.join(INDEX_FILE), &page)?;
+    write(&dir.join(SUMMARY_FILE), &summary)
+}
+
+/// Renders without writing: `(index.html, summary.md)`. `dir` is only used to decide which
+/// links to criterion's reports exist (and as the fallback run id).
+pub fn render(results: &Results, dir: &Path, lessons: &[Section]) -> (String, String) {
+    let model = model::Model::new(results, dir);
+    (
+        html::page(results, &model, dir, lessons),
+        markdown::summary(results, &model, dir),
+    )
+}
+
+/// Writes through a temporary file and a rename, so a reader never sees half a report.
+fn write(path: &Path, contents: &str) -> Result<(), Error> {
+    let error = |source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    fs::write(&temporary, contents).map_err(error)?;
+    fs::rename(&temporary, path).map_err(error)
+}

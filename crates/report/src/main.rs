@@ -1,0 +1,87 @@
+//! `kvbench-report`: render a run's report, compare two runs, or check a rendered report.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+/// Reports for kvbench runs (reads `<run-dir>/results.json`).
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write <run-dir>/index.html and <run-dir>/summary.md.
+    Render {
+        /// Run folder, for example reports/latest.
+        run_dir: PathBuf,
+    },
+    /// Print per-row throughput ratios B/A and write them as HTML.
+    Compare {
+        /// Run folder A (the reference).
+        a: PathBuf,
+        /// Run folder B.
+        b: PathBuf,
+        /// Where to write the HTML page (default: <B>/compare-<A-id>.html).
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+    /// Check a rendered report: a chart per cell, no dead link, well-formed HTML.
+    Check {
+        /// Run folder, for example reports/latest.
+        run_dir: PathBuf,
+    },
+}
+
+fn main() -> Result<ExitCode> {
+    match Cli::parse().command {
+        Command::Render { run_dir } => {
+            kvbench_report::render_run(&run_dir)
+                .with_context(|| format!("rendering {}", run_dir.display()))?;
+            println!(
+                "wrote {} and {}",
+                run_dir.join(kvbench_report::INDEX_FILE).display(),
+                run_dir.join(kvbench_report::SUMMARY_FILE).display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare { a, b, html } => {
+            let comparison = kvbench_report::compare_runs(&a, &b)
+                .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
+            print!("{}", comparison.text());
+            let path = html.unwrap_or_else(|| comparison.default_html_path(&b));
+            fs::write(&path, comparison.html())
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!("wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { run_dir } => {
+            let report = kvbench_report::check::check_run_dir(&run_dir)
+                .with_context(|| format!("checking {}", run_dir.display()))?;
+            for problem in &report.problems {
+                eprintln!("check: {problem}");
+            }
+            println!(
+                "check {}: {} charts, {} pages, {} local links resolved, {} network links in \
+                 criterion's pages (tolerated), {} problems",
+                run_dir.display(),
+                report.charts,
+                report.pages,
+                report.links,
+                report.external_links_in_criterion_pages,
+                report.problems.len()
+            );
+            Ok(if report.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}

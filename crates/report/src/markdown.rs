@@ -1,0 +1,256 @@
+//! `summary.md`: the report's tables in Markdown, to paste into a README or a pull request.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::format::{self, markdown as md};
+use crate::html::run_id;
+use crate::model::{BASELINE_CLIENT, Model, backend_title, transport_title};
+use crate::results::{Results, Row};
+
+/// Renders the summary.
+pub fn summary(results: &Results, model: &Model, dir: &Path) -> String {
+    let run = &results.run;
+    let mut out = String::new();
+    let _ = writeln!(out, "# kvbench run {}\n", md(&run_id(results, dir)));
+    match run.mode.as_deref() {
+        Some("test") => out.push_str(
+            "> **Test mode** (`criterion --test`): every pair ran once to check it works. \
+             These numbers are not measurements.\n\n",
+        ),
+        Some("quick") => out.push_str(
+            "> **Quick run**: a subset of the matrix with short measurement times; expect wide \
+             intervals.\n\n",
+        ),
+        _ => {}
+    }
+
+    out.push_str("## Environment\n\n| | |\n|---|---|\n");
+    let mut env = |name: &str, value: Option<String>| {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            let _ = writeln!(out, "| {name} | {} |", md(&value));
+        }
+    };
+    env("mode", run.mode.clone());
+    env("started", run.started_at.clone());
+    env("duration", run.duration_s.map(format::run_duration));
+    env("git sha", run.git_sha.clone());
+    env(
+        "machine",
+        match (&run.cpu_model, run.cores) {
+            (Some(cpu), Some(cores)) => Some(format!("{cpu}, {cores} logical CPUs")),
+            (cpu, _) => cpu.clone(),
+        },
+    );
+    env("kernel", run.kernel.clone());
+    env("rustc", run.rustc.clone());
+    env(
+        "placement",
+        run.placement.as_ref().map(|p| {
+            format!(
+                "{} (servers on CPU {}, bench on CPU {})",
+                p.mode.as_deref().unwrap_or("?"),
+                json_text(p.server_cpu.as_ref()),
+                json_text(p.client_cpu.as_ref())
+            )
+        }),
+    );
+    for (name, server) in crate::model::servers_in_order(run) {
+        env(
+            &backend_title(name),
+            Some(format!(
+                "{}{} — {}",
+                server.version.as_deref().unwrap_or("?"),
+                match server.external {
+                    Some(true) => " (external)",
+                    _ => "",
+                },
+                json_text(server.config.as_ref())
+            )),
+        );
+    }
+    out.push('\n');
+
+    out.push_str(
+        "## Headline\n\nThe fastest client of each cell; the best hand-written and library \
+         clients as a multiple of redis-benchmark (the hiredis C client) in the same cell, and the best \
+         hand-written client's time per operation as a multiple of the loopback floor's.\n\n\
+         | cell | fastest | ops/s | best hand-written | ops/s | × redis-benchmark | best library | \
+         ops/s | × redis-benchmark | redis-benchmark ops/s | best hand-written time × floor |\n\
+         |---|---|--:|---|--:|--:|---|--:|--:|--:|--:|\n",
+    );
+    for cell in model.cells() {
+        let best = cell.best();
+        let _ = write!(
+            out,
+            "| {} | {} | {} |",
+            md(&cell.label),
+            name(best),
+            format::opt(best.and_then(Row::ops), format::grouped)
+        );
+        for kind in ["hand-written", "library"] {
+            let row = cell.best_of(kind);
+            let _ = write!(
+                out,
+                " {} | {} | {} |",
+                name(row),
+                format::opt(row.and_then(Row::ops), format::grouped),
+                format::opt(row.and_then(|r| cell.ratio_to_baseline(r)), format::ratio)
+            );
+        }
+        let _ = writeln!(
+            out,
+            " {} | {} |",
+            format::opt(cell.baseline, format::grouped),
+            format::opt(
+                cell.best_of("hand-written")
+                    .and_then(|r| cell.time_over_floor(r)),
+                format::ratio
+            )
+        );
+    }
+    out.push('\n');
+
+    for section in &model.sections {
+        let _ = writeln!(out, "## {} ({})\n", md(&section.title), md(&section.op));
+        for variant in &section.variants {
+            for cell in &variant.cells {
+                let _ = writeln!(
+                    out,
+                    "### {} · {} · {}\n",
+                    md(&cell.label),
+                    md(&backend_title(&cell.backend)),
+                    md(&transport_title(&cell.transport))
+                );
+                let _ = writeln!(
+                    out,
+                    "| client | kind | ops/s | interval | × fastest | × {BASELINE_CLIENT} | \
+                     time × floor | CPU/op | syscalls/op | allocs/op | alloc bytes/op | p50 | p99 | \
+                     p99.9 |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+                );
+                for row in cell.by_speed() {
+                    if !row.is_ok() {
+                        let _ = writeln!(
+                            out,
+                            "| {} | {} | {}: {} | | | | | | | | | | | |",
+                            md(&row.client),
+                            md(&row.kind),
+                            md(crate::svg::status_word(row)),
+                            md(&row.problem().unwrap_or_default())
+                        );
+                        continue;
+                    }
+                    let latency = row.latency_ns.unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                        md(&row.client),
+                        md(&row.kind),
+                        row.ops().map_or_else(
+                            || crate::svg::status_word(row).to_string(),
+                            format::grouped
+                        ),
+                        row.ops_interval()
+                            .map_or("–".to_string(), |(low, high)| format!(
+                                "{} – {}",
+                                format::short(low),
+                                format::short(high)
+                            )),
+                        format::opt(cell.ratio_to_fastest(row), format::ratio),
+                        format::opt(cell.ratio_to_baseline(row), format::ratio),
+                        format::opt(cell.time_over_floor(row), format::ratio),
+                        format::opt(row.cpu_ns_per_op, format::duration_ns),
+                        format::opt(row.syscalls_per_op, |v| format::significant(v, 3)),
+                        format::opt(row.allocs_per_op, |v| format::significant(v, 3)),
+                        format::opt(row.alloc_bytes_per_op, format::bytes),
+                        format::opt(latency.p50, format::duration_ns),
+                        format::opt(latency.p99, format::duration_ns),
+                        format::opt(latency.p999, format::duration_ns),
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+
+    if let Some(depth) = &model.depth {
+        out.push_str("## Pipelined SET by depth (ops/s)\n\n| client | kind | backend/transport |");
+        for d in &depth.depths {
+            let _ = write!(out, " {} |", format::depth(*d));
+        }
+        out.push_str("\n|---|---|---|");
+        for _ in &depth.depths {
+            out.push_str("--:|");
+        }
+        out.push('\n');
+        for client in &depth.clients {
+            for series in &depth.series {
+                if !depth
+                    .depths
+                    .iter()
+                    .any(|d| client.rows.contains_key(&(series.clone(), *d)))
+                {
+                    continue;
+                }
+                let _ = write!(
+                    out,
+                    "| {} | {} | {} |",
+                    md(&client.client),
+                    md(&client.kind),
+                    md(series)
+                );
+                for d in &depth.depths {
+                    let text = match client.rows.get(&(series.clone(), *d)) {
+                        Some(row) => match row.ops() {
+                            Some(ops) => format::grouped(ops),
+                            None => crate::svg::status_word(row).to_string(),
+                        },
+                        None => "–".to_string(),
+                    };
+                    let _ = write!(out, " {} |", md(&text));
+                }
+                out.push('\n');
+            }
+        }
+        out.push('\n');
+    }
+
+    out.push_str("## Failed and unsupported pairs\n\n");
+    if model.problems.is_empty() {
+        out.push_str("Every (cell, client) pair was measured.\n");
+    } else {
+        out.push_str("| cell | client | kind | status | reason |\n|---|---|---|---|---|\n");
+        for (row, why) in &model.problems {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                md(&row.cell_label()),
+                md(&row.client),
+                md(&row.kind),
+                md(crate::svg::status_word(row)),
+                md(why)
+            );
+        }
+    }
+    out
+}
+
+fn name(row: Option<&Row>) -> String {
+    row.map_or("–".to_string(), |r| md(&r.client))
+}
+
+fn json_text(value: Option<&serde_json::Value>) -> String {
+    match value {
+        None | Some(serde_json::Value::Null) => "–".to_string(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Some(other) => other.to_string(),
+    }
+}

@@ -1,0 +1,399 @@
+//! Rows grouped the way the report shows them: operation → variant (size, depth) → cell
+//! (backend × transport) → clients, plus the per-cell ratios every output shares.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::check;
+use crate::format;
+use crate::results::{Results, Row};
+
+/// The baseline every cell's ratio column refers to: redis-benchmark, the hiredis C client.
+pub const BASELINE_CLIENT: &str = "redis-benchmark";
+
+/// Operations in report order, with their titles.
+const OPS: &[(&str, &str)] = &[
+    ("get", "GET (hit)"),
+    ("get_miss", "GET (miss)"),
+    ("set", "SET"),
+    ("set_ex", "SET with expiry"),
+    ("pipeline_set", "Pipelined SET"),
+];
+
+/// Whether a row is a floor rather than a client of the real server: a baseline other than
+/// redis-benchmark (the bench's loopback floor talks to a trivial canned-reply server). Floors
+/// are excluded from "fastest" and get their own ratio column.
+pub fn is_floor(row: &Row) -> bool {
+    row.kind == "baseline" && row.client != BASELINE_CLIENT
+}
+
+/// Kinds in report order (also the legend's order).
+pub const KINDS: &[&str] = &["hand-written", "library", "baseline"];
+
+/// The report's view of one results file.
+pub struct Model<'a> {
+    /// One section per operation, in [`OPS`] order (unknown operations last, by name).
+    pub sections: Vec<OpSection<'a>>,
+    /// Pipelined-SET throughput by depth, per client.
+    pub depth: Option<DepthChart<'a>>,
+    /// Rows without a measurement and why, by cell.
+    pub problems: Vec<(&'a Row, String)>,
+}
+
+/// Every cell of one operation.
+pub struct OpSection<'a> {
+    /// Operation as in results.json.
+    pub op: String,
+    /// Human title.
+    pub title: String,
+    /// One variant per (value size, depth), smallest first.
+    pub variants: Vec<Variant<'a>>,
+}
+
+/// Cells that differ only in backend and transport: drawn side by side on one scale.
+pub struct Variant<'a> {
+    /// For example `3 B` or `depth 100k · 3 B`.
+    pub title: String,
+    /// Redis before memcached, TCP before Unix.
+    pub cells: Vec<Cell<'a>>,
+    /// Largest throughput (interval included) over the cells: the shared axis.
+    pub scale_max: f64,
+}
+
+/// One criterion group: one backend, transport, operation and size; one row per client.
+pub struct Cell<'a> {
+    /// Criterion group name, for example `redis/get/3B/unix`.
+    pub label: String,
+    /// `redis` or `memcached`.
+    pub backend: String,
+    /// `tcp` or `unix`.
+    pub transport: String,
+    /// Hand-written, then library, then baseline rows; by client name within a kind.
+    pub rows: Vec<&'a Row>,
+    /// Best throughput in the cell among clients of the real server (floors excluded).
+    pub fastest: Option<f64>,
+    /// redis-benchmark's throughput in the cell.
+    pub baseline: Option<f64>,
+    /// The loopback floor's throughput in the cell (the fastest floor row, if several).
+    pub floor: Option<f64>,
+    /// Relative link to criterion's report of this group, only if the file is in the run folder.
+    pub criterion_link: Option<String>,
+}
+
+/// Pipelined SET by depth: one small chart per client, one series per backend/transport.
+pub struct DepthChart<'a> {
+    /// Depths present in the run, ascending.
+    pub depths: Vec<u64>,
+    /// Series names (`redis/tcp`, …) present in the run, in report order.
+    pub series: Vec<String>,
+    /// Clients in kind order: (client, kind, series → depth → row).
+    pub clients: Vec<DepthClient<'a>>,
+    /// Largest throughput (interval included): the shared axis.
+    pub scale_max: f64,
+}
+
+/// One client's pipelined rows.
+pub struct DepthClient<'a> {
+    /// Client name.
+    pub client: String,
+    /// Its kind.
+    pub kind: String,
+    /// (series, depth) → row.
+    pub rows: BTreeMap<(String, u64), &'a Row>,
+}
+
+impl<'a> Model<'a> {
+    /// Groups `results`; `dir` is the run folder, used to keep only links whose target exists.
+    pub fn new(results: &'a Results, dir: &Path) -> Model<'a> {
+        let mut by_variant: BTreeMap<VariantKey, BTreeMap<CellKey, Vec<&Row>>> = BTreeMap::new();
+        for row in &results.rows {
+            let key = row.key();
+            by_variant
+                .entry((
+                    op_rank(&row.op),
+                    row.op.clone(),
+                    key.pipeline,
+                    key.value_size,
+                ))
+                .or_default()
+                .entry(CellKey {
+                    backend: (backend_rank(&row.backend), row.backend.clone()),
+                    transport: (transport_rank(&row.transport), row.transport.clone()),
+                    label: row.cell_label(),
+                })
+                .or_default()
+                .push(row);
+        }
+
+        let mut sections: Vec<OpSection> = Vec::new();
+        for ((_, op, pipeline, value_size), cells) in by_variant {
+            let cells: Vec<Cell> = cells
+                .into_iter()
+                .map(|(key, rows)| Cell::new(key, rows, dir))
+                .collect();
+            let scale_max = cells
+                .iter()
+                .flat_map(|c| c.rows.iter().filter_map(|r| upper_ops(r)))
+                .fold(0.0, f64::max);
+            let title = if pipeline > 1 {
+                format!(
+                    "depth {} · {}",
+                    format::depth(pipeline),
+                    format::size(value_size)
+                )
+            } else {
+                format::size(value_size)
+            };
+            let variant = Variant {
+                title,
+                cells,
+                scale_max,
+            };
+            match sections.last_mut() {
+                Some(section) if section.op == op => section.variants.push(variant),
+                _ => sections.push(OpSection {
+                    title: op_title(&op),
+                    op,
+                    variants: vec![variant],
+                }),
+            }
+        }
+
+        let mut problems: Vec<(&Row, String)> = results
+            .rows
+            .iter()
+            .filter_map(|row| row.problem().map(|why| (row, why)))
+            .collect();
+        problems.sort_by(|(a, _), (b, _)| {
+            (op_rank(&a.op), a.cell_label(), &a.client).cmp(&(
+                op_rank(&b.op),
+                b.cell_label(),
+                &b.client,
+            ))
+        });
+
+        Model {
+            depth: DepthChart::new(results),
+            sections,
+            problems,
+        }
+    }
+
+    /// Every cell, in report order.
+    pub fn cells(&self) -> impl Iterator<Item = &Cell<'a>> {
+        self.sections
+            .iter()
+            .flat_map(|s| s.variants.iter().flat_map(|v| v.cells.iter()))
+    }
+}
+
+/// (operation rank, operation, depth, value size): the order of variants in the report.
+type VariantKey = (usize, String, u64, u64);
+
+/// (kind rank, client, kind): the order of clients in the depth section.
+type ClientKey = (usize, String, String);
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct CellKey {
+    backend: (usize, String),
+    transport: (usize, String),
+    label: String,
+}
+
+impl<'a> Cell<'a> {
+    fn new(key: CellKey, mut rows: Vec<&'a Row>, dir: &Path) -> Cell<'a> {
+        rows.sort_by(|a, b| {
+            (kind_rank(&a.kind), &a.client, &a.kind).cmp(&(kind_rank(&b.kind), &b.client, &b.kind))
+        });
+        let fastest = rows
+            .iter()
+            .filter(|r| !is_floor(r))
+            .filter_map(|r| r.ops())
+            .reduce(f64::max);
+        let floor = rows
+            .iter()
+            .filter(|r| is_floor(r))
+            .filter_map(|r| r.ops())
+            .reduce(f64::max);
+        let baseline = rows
+            .iter()
+            .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some())
+            .and_then(|r| r.ops());
+        let criterion_link = rows
+            .iter()
+            .filter_map(|r| r.criterion_report.as_deref())
+            .find_map(|rel| check::existing_inside(dir, rel).then(|| rel.to_string()));
+        Cell {
+            label: key.label,
+            backend: key.backend.1,
+            transport: key.transport.1,
+            rows,
+            fastest,
+            baseline,
+            floor,
+            criterion_link,
+        }
+    }
+
+    /// Rows with a throughput, fastest first (the tables' default order).
+    pub fn by_speed(&self) -> Vec<&'a Row> {
+        let mut rows = self.rows.clone();
+        rows.sort_by(|a, b| match (a.ops(), b.ops()) {
+            (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(Ordering::Equal),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        });
+        rows
+    }
+
+    /// The fastest row of a kind.
+    pub fn best_of(&self, kind: &str) -> Option<&'a Row> {
+        self.rows
+            .iter()
+            .copied()
+            .filter(|r| r.kind == kind && r.ops().is_some())
+            .max_by(|a, b| a.ops().partial_cmp(&b.ops()).unwrap_or(Ordering::Equal))
+    }
+
+    /// The fastest client of the real server (floors excluded).
+    pub fn best(&self) -> Option<&'a Row> {
+        self.rows
+            .iter()
+            .copied()
+            .filter(|r| r.ops().is_some() && !is_floor(r))
+            .max_by(|a, b| a.ops().partial_cmp(&b.ops()).unwrap_or(Ordering::Equal))
+    }
+
+    /// `ops / fastest`.
+    pub fn ratio_to_fastest(&self, row: &Row) -> Option<f64> {
+        Some(row.ops()? / self.fastest?)
+    }
+
+    /// `ops / redis-benchmark's ops` in the same cell.
+    pub fn ratio_to_baseline(&self, row: &Row) -> Option<f64> {
+        Some(row.ops()? / self.baseline?)
+    }
+
+    /// Time per operation as a multiple of the loopback floor's (`floor ops / ops`).
+    pub fn time_over_floor(&self, row: &Row) -> Option<f64> {
+        Some(self.floor? / row.ops()?)
+    }
+}
+
+impl<'a> DepthChart<'a> {
+    fn new(results: &'a Results) -> Option<DepthChart<'a>> {
+        let rows: Vec<&Row> = results
+            .rows
+            .iter()
+            .filter(|r| r.op == "pipeline_set")
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let mut depths: Vec<u64> = rows.iter().map(|r| r.key().pipeline).collect();
+        depths.sort_unstable();
+        depths.dedup();
+        let mut series: Vec<(usize, usize, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    backend_rank(&r.backend),
+                    transport_rank(&r.transport),
+                    series_name(r),
+                )
+            })
+            .collect();
+        series.sort();
+        series.dedup();
+        let mut clients: BTreeMap<ClientKey, BTreeMap<(String, u64), &Row>> = BTreeMap::new();
+        for row in &rows {
+            clients
+                .entry((kind_rank(&row.kind), row.client.clone(), row.kind.clone()))
+                .or_default()
+                .insert((series_name(row), row.key().pipeline), row);
+        }
+        let scale_max = rows.iter().filter_map(|r| upper_ops(r)).fold(0.0, f64::max);
+        Some(DepthChart {
+            depths,
+            series: series.into_iter().map(|(_, _, name)| name).collect(),
+            clients: clients
+                .into_iter()
+                .map(|((_, client, kind), rows)| DepthClient { client, kind, rows })
+                .collect(),
+            scale_max,
+        })
+    }
+}
+
+/// `backend/transport`, the depth chart's series name.
+pub fn series_name(row: &Row) -> String {
+    format!("{}/{}", row.backend, row.transport)
+}
+
+/// The top of a row's bar or error bar.
+pub fn upper_ops(row: &Row) -> Option<f64> {
+    match row.ops_interval() {
+        Some((_, high)) => Some(high.max(row.ops()?)),
+        None => row.ops(),
+    }
+}
+
+/// Human title of an operation.
+pub fn op_title(op: &str) -> String {
+    OPS.iter()
+        .find(|(name, _)| *name == op)
+        .map(|(_, title)| title.to_string())
+        .unwrap_or_else(|| if op.is_empty() { "(no op)" } else { op }.to_string())
+}
+
+fn op_rank(op: &str) -> usize {
+    OPS.iter()
+        .position(|(name, _)| *name == op)
+        .unwrap_or(OPS.len())
+}
+
+fn kind_rank(kind: &str) -> usize {
+    KINDS.iter().position(|k| *k == kind).unwrap_or(KINDS.len())
+}
+
+/// Redis first, then memcached, then anything else.
+pub fn backend_rank(backend: &str) -> usize {
+    ["redis", "memcached"]
+        .iter()
+        .position(|b| *b == backend)
+        .unwrap_or(2)
+}
+
+fn transport_rank(transport: &str) -> usize {
+    ["tcp", "unix"]
+        .iter()
+        .position(|t| *t == transport)
+        .unwrap_or(2)
+}
+
+/// Display name of a transport.
+pub fn transport_title(transport: &str) -> String {
+    match transport {
+        "tcp" => "TCP".to_string(),
+        "unix" => "Unix socket".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Servers of a run in report order (Redis, memcached, others by name).
+pub fn servers_in_order(run: &crate::results::Run) -> Vec<(&String, &crate::results::ServerInfo)> {
+    let mut servers: Vec<_> = run.servers.iter().collect();
+    servers.sort_by_key(|(name, _)| (backend_rank(name), name.as_str()));
+    servers
+}
+
+/// Display name of a backend.
+pub fn backend_title(backend: &str) -> String {
+    match backend {
+        "redis" => "Redis".to_string(),
+        "memcached" => "memcached".to_string(),
+        other => other.to_string(),
+    }
+}

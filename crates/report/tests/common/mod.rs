@@ -1,0 +1,287 @@
+//! Synthetic but realistic results.json for the report tests (tests only: real numbers come from
+//! real runs). It covers every operation, both backends and transports, hand-written, library
+//! and baseline clients, failed and unsupported rows, nulls, and hostile strings.
+
+#![allow(dead_code)] // Each test binary uses a different part of this module.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// A client name that must never reach the page as markup.
+pub const EVIL_CLIENT: &str = "<script>alert(\"pwned\")</script>";
+/// An error text with markup and Markdown table syntax in it.
+pub const EVIL_ERROR: &str = "timeout after 5 s <b>waiting</b> for reply | & more";
+
+/// (op, value_size, pipeline) of the full matrix.
+pub const VARIANTS: &[(&str, u64, u64)] = &[
+    ("get", 3, 1),
+    ("get", 2048, 1),
+    ("get", 102_400, 1),
+    ("get", 1_048_576, 1),
+    ("get_miss", 3, 1),
+    ("set", 3, 1),
+    ("set", 102_400, 1),
+    ("set_ex", 102_400, 1),
+    ("pipeline_set", 3, 1_000),
+    ("pipeline_set", 3, 100_000),
+    ("pipeline_set", 3, 1_000_000),
+];
+
+/// (client, kind, backend, time factor relative to the cell's base).
+const CLIENTS: &[(&str, &str, &str, f64)] = &[
+    ("raw-tcp", "hand-written", "redis", 0.70),
+    ("raw-unix", "hand-written", "redis", 0.68),
+    ("buffered", "hand-written", "redis", 0.74),
+    ("inline", "hand-written", "redis", 0.80),
+    ("redis-rs", "library", "redis", 1.00),
+    ("fred", "library", "redis", 1.60),
+    ("redis-benchmark", "baseline", "redis", 0.95),
+    ("loopback-floor", "baseline", "redis", 0.50),
+    ("memcached-text", "hand-written", "memcached", 0.75),
+    ("memcache", "library", "memcached", 1.10),
+];
+
+/// The criterion group name the bench gives a cell.
+pub fn cell_label(backend: &str, op: &str, size: u64, pipeline: u64, transport: &str) -> String {
+    let size = match size {
+        s if s >= 1_048_576 => format!("{}MiB", s / 1_048_576),
+        s if s >= 1024 => format!("{}KiB", s / 1024),
+        s => format!("{s}B"),
+    };
+    if pipeline > 1 {
+        format!("{backend}/{op}/{pipeline}/{size}/{transport}")
+    } else {
+        format!("{backend}/{op}/{size}/{transport}")
+    }
+}
+
+/// Criterion's folder for a group (its `make_filename_safe`: `/` becomes `_`).
+pub fn criterion_folder(label: &str) -> String {
+    label.replace('/', "_")
+}
+
+/// The fixture run.
+pub fn fixture() -> Value {
+    let mut rows = Vec::new();
+    for &(op, size, pipeline) in VARIANTS {
+        for backend in ["redis", "memcached"] {
+            for transport in ["tcp", "unix"] {
+                let cell = cell_label(backend, op, size, pipeline, transport);
+                for &(client, kind, client_backend, factor) in CLIENTS {
+                    if client_backend != backend {
+                        continue;
+                    }
+                    if client == "loopback-floor" && !(size == 3 && (op == "get" || op == "set")) {
+                        continue;
+                    }
+                    rows.push(row(
+                        &cell, op, size, pipeline, backend, transport, client, kind, factor,
+                    ));
+                }
+                if backend == "redis" && transport == "tcp" && op == "get" && size == 3 {
+                    rows.push(row(
+                        &cell,
+                        op,
+                        size,
+                        pipeline,
+                        backend,
+                        transport,
+                        EVIL_CLIENT,
+                        "library",
+                        1.2,
+                    ));
+                }
+            }
+        }
+    }
+    json!({
+        "run": {
+            "id": "2026-11-30T09-00-00Z-fixture",
+            "started_at": "2026-11-30T09:00:00Z",
+            "finished_at": "2026-11-30T09:17:41Z",
+            "git_sha": "0123456789abcdef0123456789abcdef01234567",
+            "mode": "full",
+            "rustc": "rustc 1.95.0 (fixture)",
+            "kernel": "6.1.0-fixture",
+            "cpu_model": "Fixture CPU @ 2.0GHz <with markup>",
+            "cores": 2,
+            "placement": {"mode": "same-core", "server_cpu": 1, "client_cpu": 1},
+            "servers": {
+                "redis": {"version": "7.0.15", "config": "redis-server --port 40001 --save \"\" --appendonly no", "external": false},
+                "memcached": {"version": "1.6.18", "config": ["memcached", "-m", "256", "-I", "2m"], "external": null}
+            },
+            "duration_s": 1061.5,
+            "criterion_args": null,
+            "host_note": "an extra field the report should show"
+        },
+        "rows": rows
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    cell: &str,
+    op: &str,
+    size: u64,
+    pipeline: u64,
+    backend: &str,
+    transport: &str,
+    client: &str,
+    kind: &str,
+    factor: f64,
+) -> Value {
+    let mut row = json!({
+        "cell": cell,
+        "backend": backend,
+        "op": op,
+        "value_size": size,
+        "pipeline": pipeline,
+        "transport": transport,
+        "client": client,
+        "kind": kind,
+        "status": "ok",
+        "error": null,
+        "ops_per_sec": null,
+        "wall_ns_per_op": null,
+        "cpu_ns_per_op": null,
+        "syscalls_per_op": null,
+        "allocs_per_op": null,
+        "alloc_bytes_per_op": null,
+        "latency_ns": null,
+        "criterion_report": format!("criterion/{}/report/index.html", criterion_folder(cell)),
+    });
+    let unsupported = |why: &str| json!({"status": "unsupported", "error": why});
+    let failed = |why: &str| json!({"status": "failed", "error": why});
+    let outcome = match (client, transport, op, size, pipeline) {
+        ("raw-tcp", "unix", ..) => Some(unsupported("raw-tcp speaks TCP only")),
+        ("raw-unix", "tcp", ..) => Some(unsupported("raw-unix speaks Unix sockets only")),
+        ("redis-benchmark", _, "get_miss", ..) => {
+            Some(unsupported("redis-benchmark cannot express a GET miss"))
+        }
+        ("inline", _, "set" | "set_ex", 102_400, _) => Some(failed(
+            "verification failed: the inline protocol cannot carry a 100 KiB value",
+        )),
+        ("memcache", "unix", "pipeline_set", _, 1_000_000) => Some(failed(EVIL_ERROR)),
+        // A row the bench left without a status: the report must still list it.
+        ("memcache", "tcp", "get_miss", ..) => Some(json!({"status": null})),
+        _ => None,
+    };
+    if let Some(outcome) = outcome {
+        for (key, value) in outcome.as_object().unwrap() {
+            row[key] = value.clone();
+        }
+        return row;
+    }
+
+    let per_op = if pipeline > 1 {
+        // Per pipelined command: the server is the limit.
+        480.0 * (1.0 + (pipeline as f64).log10() / 20.0)
+    } else {
+        let transport_ns = if transport == "tcp" {
+            12_000.0
+        } else {
+            9_500.0
+        };
+        let size_ns = size as f64 * if op == "get" { 0.35 } else { 0.5 };
+        let miss = if op == "get_miss" { 0.9 } else { 1.0 };
+        (transport_ns + size_ns) * miss
+    };
+    let mean = per_op * factor;
+    let noisy = client == "fred";
+    let (lower, upper) = if noisy {
+        (mean * 0.85, mean * 1.25)
+    } else {
+        (mean * 0.98, mean * 1.03)
+    };
+    row["ops_per_sec"] = json!(1e9 / mean);
+    row["wall_ns_per_op"] = json!({"mean": mean, "lower": lower, "upper": upper});
+    // Nulls a real run produces: a client the CPU pass skipped, a library without a latency
+    // pass, an ok row without an interval.
+    if client != "buffered" {
+        row["cpu_ns_per_op"] = json!(mean * 0.42);
+    }
+    if client != "fred" {
+        row["syscalls_per_op"] = json!(if pipeline > 1 { 0.004 } else { 2.0 });
+    }
+    row["allocs_per_op"] = json!(if kind == "library" { 3.0 } else { 0.0 });
+    row["alloc_bytes_per_op"] = json!(if kind == "library" {
+        96.0 + size as f64
+    } else {
+        0.0
+    });
+    if pipeline == 1 && kind != "baseline" {
+        row["latency_ns"] = json!({"p50": mean * 0.95, "p99": mean * 1.8, "p999": mean * 4.2});
+    }
+    if client == "fred" && size == 1_048_576 && transport == "unix" {
+        row["wall_ns_per_op"] = json!({"mean": mean, "lower": null, "upper": null});
+    }
+    if client == "inline" && op == "get" && size == 1_048_576 && transport == "unix" {
+        // Verified, cost pass done, but not timed (as every row of a `--test` run).
+        row["ops_per_sec"] = Value::Null;
+        row["wall_ns_per_op"] = Value::Null;
+    }
+    if client == "redis-rs" && op == "set" && size == 3 && transport == "tcp" {
+        row["criterion_report"] = json!("../../etc/passwd");
+    }
+    row
+}
+
+/// Writes `value` as `<dir>/results.json`, and criterion reports for the Redis cells only (the
+/// memcached cells' `criterion_report` then names files that do not exist).
+pub fn write_run(dir: &Path, value: &Value) {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(
+        dir.join("results.json"),
+        serde_json::to_string_pretty(value).unwrap(),
+    )
+    .unwrap();
+    for row in value["rows"].as_array().unwrap() {
+        let cell = row["cell"].as_str().unwrap();
+        if row["backend"] == "redis" {
+            write_criterion_group(dir, cell);
+        }
+    }
+}
+
+/// A minimal criterion group report: its page links to its violin plot and to a per-function
+/// page, as criterion's do, plus one network link (criterion's footer has one).
+fn write_criterion_group(dir: &Path, cell: &str) {
+    let group = dir.join("criterion").join(criterion_folder(cell));
+    let report = group.join("report");
+    if report.join("index.html").exists() {
+        return;
+    }
+    fs::create_dir_all(&report).unwrap();
+    fs::create_dir_all(group.join("raw-tcp/report")).unwrap();
+    fs::write(report.join("violin.svg"), "<svg></svg>").unwrap();
+    fs::write(
+        group.join("raw-tcp/report/index.html"),
+        "<!DOCTYPE html><html><body><a href=\"../../report/index.html\">group</a></body></html>",
+    )
+    .unwrap();
+    fs::write(
+        report.join("index.html"),
+        format!(
+            "<!DOCTYPE html><html><body><h1>{cell}</h1><a href=\"violin.svg\"><img src=\"violin.svg\"></a>\
+             <a href=\"../../{}/raw-tcp/report/index.html\">raw-tcp</a>\
+             <a href=\"https://github.com/criterion-rs/criterion.rs\">Criterion.rs</a></body></html>",
+            criterion_folder(cell)
+        ),
+    )
+    .unwrap();
+}
+
+/// Every distinct cell label of a fixture.
+pub fn cells(value: &Value) -> Vec<String> {
+    let mut cells: Vec<String> = value["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cell"].as_str().unwrap().to_string())
+        .collect();
+    cells.sort();
+    cells.dedup();
+    cells
+}

@@ -1,0 +1,141 @@
+//! `compare`: a ratio for every row present in both runs, noise flagged, the rest listed.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{fixture, write_run};
+use kvbench_report::check::{scan, well_formed};
+use kvbench_report::compare::Verdict;
+use kvbench_report::compare_runs;
+use serde_json::{Value, json};
+
+/// Run B: every row's time scaled by a factor that depends on its position — ×1.01 (inside the
+/// noise: the intervals are -2 %/+3 %), ×0.5 (faster) or ×2 (slower) — minus A's first row,
+/// plus a row A does not have.
+fn run_b(a: &Value) -> (Value, Vec<(&'static str, f64)>) {
+    let mut b = a.clone();
+    b["run"]["id"] = json!("run-b");
+    let rows = b["rows"].as_array_mut().unwrap();
+    let mut expected = Vec::new();
+    for (i, row) in rows.iter_mut().enumerate() {
+        let (scale, verdict) = match i % 3 {
+            0 => (1.01, "within noise"),
+            1 => (0.5, "faster"),
+            _ => (2.0, "slower"),
+        };
+        let measured = row["ops_per_sec"].is_number();
+        if measured {
+            row["ops_per_sec"] = json!(row["ops_per_sec"].as_f64().unwrap() / scale);
+            for bound in ["mean", "lower", "upper"] {
+                if let Some(ns) = row["wall_ns_per_op"][bound].as_f64() {
+                    row["wall_ns_per_op"][bound] = json!(ns * scale);
+                }
+            }
+        }
+        expected.push((verdict, scale));
+    }
+    rows.remove(0);
+    expected.remove(0);
+    let mut newcomer = rows[0].clone();
+    newcomer["client"] = json!("newcomer");
+    rows.push(newcomer);
+    (b, expected)
+}
+
+#[test]
+fn a_ratio_for_every_common_row_and_noise_flagged() {
+    let a = fixture();
+    let (b, expected) = run_b(&a);
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_run(dirs.0.path(), &a);
+    write_run(dirs.1.path(), &b);
+    let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
+
+    let a_rows = a["rows"].as_array().unwrap();
+    assert_eq!(comparison.rows.len(), a_rows.len() - 1);
+    assert_eq!(comparison.only_in_a.len(), 1);
+    assert_eq!(comparison.only_in_a[0].client, a_rows[0]["client"]);
+    assert_eq!(comparison.only_in_b.len(), 1);
+    assert_eq!(comparison.only_in_b[0].client, "newcomer");
+
+    let mut verdicts = BTreeSet::new();
+    for (row, expected) in comparison.rows.iter().zip(&expected) {
+        match row.verdict {
+            Verdict::NotMeasured(ref reason) => {
+                assert!(row.ratio.is_none());
+                assert!(
+                    reason.starts_with("A, B: "),
+                    "same reason in both: {reason}"
+                );
+            }
+            Verdict::NoInterval => {
+                assert!(row.ratio.is_some());
+                assert_eq!(
+                    row.kind, "library",
+                    "only fred's 1 MiB row lacks an interval"
+                );
+            }
+            ref verdict => {
+                let (word, scale) = expected;
+                let ratio = row.ratio.expect("a ratio for every measured row");
+                assert_eq!(verdict.word(), *word, "{:?}", row.key);
+                assert!((ratio - 1.0 / scale).abs() < 1e-9, "{:?}: {ratio}", row.key);
+                verdicts.insert(verdict.word().to_string());
+            }
+        }
+    }
+    assert_eq!(
+        verdicts.into_iter().collect::<Vec<_>>(),
+        ["faster", "slower", "within noise"]
+    );
+
+    // Text: one line per common row, with its ratio (or why there is none).
+    let text = comparison.text();
+    for row in &comparison.rows {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!("{} ", row.cell))
+                    && l.split_whitespace().nth(1) == Some(row.key.client.as_str())
+            })
+            .unwrap_or_else(|| panic!("no line for {} {}", row.cell, row.key.client));
+        match row.ratio {
+            Some(ratio) => assert!(line.contains(&format!("{ratio:.3}×")), "{line}"),
+            None => assert!(line.contains("not measured (A, B: "), "{line}"),
+        }
+    }
+    assert!(text.contains("within noise"));
+    assert!(text.contains("Only in A (1):"));
+    assert!(text.contains("Only in B (1):"));
+    assert!(text.contains("Geometric mean of B/A"));
+
+    // HTML: well formed, escaped, one table row per common row.
+    let html = comparison.html();
+    well_formed(&scan(&html).unwrap()).unwrap();
+    assert_eq!(html.matches("<tr class=").count(), comparison.rows.len());
+    assert!(!html.contains(common::EVIL_CLIENT));
+    assert!(
+        comparison
+            .default_html_path(dirs.1.path())
+            .ends_with("compare-2026-11-30T09-00-00Z-fixture.html")
+    );
+}
+
+#[test]
+fn identical_runs_are_all_within_noise() {
+    let a = fixture();
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_run(dirs.0.path(), &a);
+    write_run(dirs.1.path(), &a);
+    let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
+    assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
+    for row in &comparison.rows {
+        match &row.verdict {
+            Verdict::WithinNoise | Verdict::NoInterval => assert_eq!(row.ratio, Some(1.0)),
+            Verdict::NotMeasured(_) => assert_eq!(row.ratio, None),
+            other => panic!("{:?}: {other:?}", row.key),
+        }
+    }
+    assert_eq!(comparison.geometric_mean(), Some(1.0));
+}

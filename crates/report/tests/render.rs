@@ -1,0 +1,406 @@
+//! `render_run` on the synthetic fixture: a well-formed page with a chart per cell, escaping,
+//! no dead links, the cost tables, the failures list, the environment, the Lessons hook, and
+//! `summary.md`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use common::{EVIL_CLIENT, EVIL_ERROR, cells, fixture, write_run};
+use kvbench_report::check::{Tag, check_run_dir, scan, well_formed};
+use kvbench_report::{Error, Section, render_run, render_run_with_lessons};
+use serde_json::{Value, json};
+
+fn rendered(value: &Value) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), value);
+    render_run(dir.path()).unwrap();
+    let page = fs::read_to_string(dir.path().join("index.html")).unwrap();
+    let summary = fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    (dir, page, summary)
+}
+
+/// Rows of the fixture that have a measurement, per cell.
+fn measured_per_cell(value: &Value) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for row in value["rows"].as_array().unwrap() {
+        let entry = counts
+            .entry(row["cell"].as_str().unwrap().to_string())
+            .or_insert(0);
+        if row["status"] == "ok" && row["ops_per_sec"].is_number() {
+            *entry += 1;
+        }
+    }
+    counts
+}
+
+/// (figure tag, number of `rect.bar` inside it) for every chart figure.
+fn figures(page: &str) -> Vec<(Tag, usize)> {
+    let mut out = Vec::new();
+    let mut open: Option<(Tag, usize)> = None;
+    for tag in scan(page).unwrap() {
+        match (tag.name.as_str(), tag.closing) {
+            ("figure", false) => open = Some((tag, 0)),
+            ("rect", false) if tag.has_class("bar") => {
+                if let Some((_, bars)) = open.as_mut() {
+                    *bars += 1;
+                }
+            }
+            ("figure", true) => out.extend(open.take()),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn render_writes_a_well_formed_page_and_summary() {
+    let (_dir, page, summary) = rendered(&fixture());
+    assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(page.contains("<meta charset=\"utf-8\">"));
+    assert!(page.contains("<title>kvbench · 2026-11-30T09-00-00Z-fixture</title>"));
+    let tags = scan(&page).unwrap();
+    well_formed(&tags).unwrap();
+    // Offline: no stylesheet, script or image is fetched from anywhere.
+    for tag in &tags {
+        assert!(
+            tag.attr("src").is_none() || tag.name != "script",
+            "external script {tag:?}"
+        );
+        assert!(tag.name != "link", "external resource {tag:?}");
+    }
+    assert!(summary.starts_with("# kvbench run 2026-11-30T09-00-00Z-fixture\n"));
+    assert!(summary.contains("\n## Headline\n"));
+}
+
+#[test]
+fn every_cell_has_a_chart_with_a_bar_per_measured_client() {
+    let value = fixture();
+    let (_dir, page, _) = rendered(&value);
+    let expected = measured_per_cell(&value);
+    let figures = figures(&page);
+    let cell_figures: BTreeMap<String, (Tag, usize)> = figures
+        .iter()
+        .filter_map(|(tag, bars)| Some((tag.attr("data-cell")?, (tag.clone(), *bars))))
+        .collect();
+    assert_eq!(
+        cell_figures.keys().cloned().collect::<Vec<_>>(),
+        cells(&value),
+        "one chart per cell, no other cell charts"
+    );
+    for (cell, measured) in &expected {
+        let (tag, bars) = &cell_figures[cell];
+        assert_eq!(bars, measured, "{cell}: one bar per measured client");
+        assert_eq!(tag.attr("data-bars"), Some(measured.to_string()), "{cell}");
+    }
+    // Pipeline depth: one chart per client that has pipelined rows, three depths each.
+    let depth: Vec<&(Tag, usize)> = figures
+        .iter()
+        .filter(|(tag, _)| tag.has_class("depth-chart"))
+        .collect();
+    let pipelined: std::collections::BTreeSet<&str> = value["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["op"] == "pipeline_set")
+        .map(|r| r["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(depth.len(), pipelined.len());
+    let buffered = depth
+        .iter()
+        .find(|(tag, _)| tag.attr("data-client").as_deref() == Some("buffered"))
+        .expect("a depth chart for buffered");
+    assert_eq!(buffered.1, 6, "3 depths × 2 transports");
+    // The page announces how many charts its self-check must find.
+    assert!(page.contains(&format!("<body data-charts=\"{}\">", figures.len())));
+}
+
+#[test]
+fn charts_put_redis_beside_memcached_and_tcp_beside_unix() {
+    let (_dir, page, _) = rendered(&fixture());
+    let order: Vec<String> = figures(&page)
+        .into_iter()
+        .filter_map(|(tag, _)| tag.attr("data-cell"))
+        .filter(|cell| cell.contains("/get/3B/"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "redis/get/3B/tcp",
+            "redis/get/3B/unix",
+            "memcached/get/3B/tcp",
+            "memcached/get/3B/unix"
+        ]
+    );
+}
+
+#[test]
+fn strings_from_results_are_escaped() {
+    let (_dir, page, summary) = rendered(&fixture());
+    assert!(
+        !page.contains(EVIL_CLIENT),
+        "client name reached the page raw"
+    );
+    assert!(page.contains("&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;"));
+    assert!(
+        !page.contains("<b>waiting</b>"),
+        "error text reached the page raw"
+    );
+    assert!(page.contains("&lt;b&gt;waiting&lt;/b&gt;"));
+    assert!(page.contains("Fixture CPU @ 2.0GHz &lt;with markup&gt;"));
+    // The only scripts are the page's own three.
+    let scripts = scan(&page)
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.name == "script" && !t.closing)
+        .count();
+    assert_eq!(scripts, 3);
+
+    assert!(!summary.contains(EVIL_CLIENT));
+    assert!(summary.contains("&lt;script&gt;alert(\"pwned\")&lt;/script&gt;"));
+    assert!(
+        !summary.contains(EVIL_ERROR),
+        "a raw | would break the table"
+    );
+    assert!(summary.contains(r"&lt;b&gt;waiting&lt;/b&gt; for reply \| &amp; more"));
+}
+
+#[test]
+fn no_dead_links_and_links_only_to_reports_that_exist() {
+    let (dir, page, _) = rendered(&fixture());
+    let report = check_run_dir(dir.path()).unwrap();
+    assert!(report.is_ok(), "{:#?}", report.problems);
+    assert!(report.pages > 1, "criterion's pages are crawled too");
+    assert!(report.external_links_in_criterion_pages > 0);
+    let hrefs: Vec<String> = scan(&page)
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.attr("href"))
+        .collect();
+    assert!(hrefs.contains(&"criterion/redis_get_3B_unix/report/index.html".to_string()));
+    // Written only for Redis cells: memcached's criterion_report names missing files.
+    assert!(!hrefs.iter().any(|h| h.contains("memcached_")), "{hrefs:?}");
+    assert!(!hrefs.iter().any(|h| h.contains("passwd")));
+    for href in &hrefs {
+        assert!(
+            href.starts_with('#') || Path::new(dir.path()).join(href).is_file(),
+            "{href} does not resolve"
+        );
+    }
+}
+
+#[test]
+fn check_finds_dead_links_missing_charts_and_network_links() {
+    let (dir, page, _) = rendered(&fixture());
+    let tampered = page
+        .replacen(
+            "data-cell=\"memcached/get/3B/unix\"",
+            "data-cell=\"renamed\"",
+            1,
+        )
+        .replacen(
+            "</footer>",
+            "<a href=\"criterion/nope/report/index.html\">x</a><a href=\"#nowhere\">y</a>\
+             <img src=\"https://cdn.example.invalid/x.png\"></footer>",
+            1,
+        );
+    fs::write(dir.path().join("index.html"), tampered).unwrap();
+    // A dead link inside one of criterion's pages is found too.
+    let group = dir
+        .path()
+        .join("criterion/redis_get_3B_tcp/report/index.html");
+    let text = fs::read_to_string(&group).unwrap();
+    fs::write(&group, text.replace("violin.svg\">", "missing.svg\">")).unwrap();
+
+    let problems = check_run_dir(dir.path()).unwrap().problems.join("\n");
+    for needle in [
+        "missing chart for cell \"memcached/get/3B/unix\"",
+        "dead link href=\"criterion/nope/report/index.html\"",
+        "href=\"#nowhere\" names no element id",
+        "needs the network",
+        "criterion/redis_get_3B_tcp/report/index.html: dead link href=\"missing.svg\"",
+    ] {
+        assert!(problems.contains(needle), "{needle:?} not in:\n{problems}");
+    }
+}
+
+#[test]
+fn cost_tables_carry_ratios_and_sort_keys() {
+    let (_dir, page, _) = rendered(&fixture());
+    let start = page
+        .find("Cost per operation · <code>redis/get/3B/tcp</code>")
+        .unwrap();
+    let table = &page[start..start + page[start..].find("</table>").unwrap()];
+    let raw_tcp = table
+        .lines()
+        .find(|l| l.starts_with("<tr><td>raw-tcp</td>"))
+        .expect("raw-tcp row");
+    // raw-tcp takes 0.70 of the base time (the fastest client), buffered 0.74,
+    // redis-benchmark 0.95, and the loopback floor 0.50 (not a client: not "fastest").
+    assert!(raw_tcp.contains(">1.36×<"), "× redis-benchmark: {raw_tcp}");
+    assert!(raw_tcp.contains(">1.00×<"), "× fastest: {raw_tcp}");
+    assert!(raw_tcp.contains(">1.40×<"), "time × floor: {raw_tcp}");
+    let buffered = table
+        .lines()
+        .find(|l| l.starts_with("<tr><td>buffered</td>"))
+        .unwrap();
+    assert!(buffered.contains(">0.95×<"), "× fastest: {buffered}");
+    // CPU 0.42 and p50 0.95 of the 8.4 µs mean.
+    assert!(raw_tcp.contains(">3.53 µs<"), "CPU/op: {raw_tcp}");
+    assert!(raw_tcp.contains(">7.98 µs<"), "p50: {raw_tcp}");
+    // Sortable: every numeric cell carries its raw value.
+    let numeric = raw_tcp.matches("class=\"num\" data-v=").count();
+    assert_eq!(numeric, 12, "{raw_tcp}");
+    assert!(table.contains("<th data-type=\"num\">ops/s</th>"));
+    assert!(page.contains("table.sortable"), "the sort script is inline");
+    // The fastest row comes first.
+    let first = table.lines().find(|l| l.starts_with("<tr><td>")).unwrap();
+    assert!(first.starts_with("<tr><td>loopback-floor</td>"), "{first}");
+}
+
+#[test]
+fn failed_and_unsupported_pairs_are_listed_with_reasons() {
+    let value = fixture();
+    let (_dir, page, summary) = rendered(&value);
+    let section = &page[page.find("<section id=\"problems\">").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    let expected = value["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] != "ok")
+        .count();
+    assert_eq!(section.matches("<tr><td><code>").count(), expected);
+    // An ok row without a throughput is not a failure: its chart and table say "not timed",
+    // and its cost table row keeps the numbers it has.
+    assert!(!section.contains(">not timed<"));
+    let start = page
+        .find("Cost per operation · <code>redis/get/1MiB/unix</code>")
+        .unwrap();
+    let table = &page[start..start + page[start..].find("</table>").unwrap()];
+    let inline = table
+        .lines()
+        .find(|l| l.starts_with("<tr><td>inline</td>"))
+        .unwrap();
+    assert!(inline.contains(">not timed</td>"), "{inline}");
+    assert!(
+        inline.contains("µs</td>"),
+        "CPU and latency still shown: {inline}"
+    );
+    for reason in [
+        "raw-tcp speaks TCP only",
+        "redis-benchmark cannot express a GET miss",
+        "the inline protocol cannot carry a 100 KiB value",
+        "no status",
+    ] {
+        assert!(section.contains(reason), "{reason}");
+        assert!(summary.contains(reason), "{reason} in summary.md");
+    }
+}
+
+#[test]
+fn environment_section_shows_the_run() {
+    let (_dir, page, summary) = rendered(&fixture());
+    let section = &page[page.find("<section id=\"environment\">").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    for needle in [
+        "0123456789abcdef0123456789abcdef01234567",
+        "6.1.0-fixture",
+        "rustc 1.95.0 (fixture)",
+        "2 logical CPUs",
+        "same-core (servers on CPU 1, bench on CPU 1)",
+        "7.0.15",
+        "1.6.18",
+        "memcached -m 256 -I 2m",
+        "redis-server --port 40001 --save &quot;&quot; --appendonly no",
+        "an extra field the report should show",
+        "17 min 42 s",
+    ] {
+        assert!(section.contains(needle), "{needle} missing");
+    }
+    assert!(summary.contains("same-core (servers on CPU 1, bench on CPU 1)"));
+    assert!(summary.contains("| Redis | 7.0.15 —"));
+}
+
+#[test]
+fn lessons_hook_is_empty_by_default_and_takes_sections() {
+    let (dir, page, _) = rendered(&fixture());
+    assert!(page.contains("<!-- LESSONS HOOK:"));
+    assert!(!page.contains("class=\"lesson\""));
+
+    let lesson = Section {
+        id: "why pipelines".into(),
+        title: "Why <pipelines> win".into(),
+        html: "<p>One write, <em>many</em> commands.</p>".into(),
+    };
+    render_run_with_lessons(dir.path(), &[lesson]).unwrap();
+    let page = fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert!(page.contains(
+        "<section class=\"lesson\" id=\"lesson-why-pipelines\">\n<h2>Why &lt;pipelines&gt; win</h2>\n\
+         <p>One write, <em>many</em> commands.</p>"
+    ));
+    assert!(page.contains("<a href=\"#lesson-why-pipelines\">"));
+    assert!(check_run_dir(dir.path()).unwrap().is_ok());
+}
+
+#[test]
+fn summary_md_has_the_headline_and_a_table_per_cell() {
+    let value = fixture();
+    let (_dir, _, summary) = rendered(&value);
+    let cells = cells(&value);
+    assert_eq!(summary.matches("\n### ").count(), cells.len());
+    assert!(summary.contains("\n### redis/get\\_miss/3B/tcp · Redis · TCP\n"));
+    let headline = &summary[summary.find("## Headline").unwrap()..];
+    let headline = &headline[..headline.find("\n\n## ").unwrap()];
+    // Header, separator, one line per cell.
+    assert_eq!(
+        headline.lines().filter(|l| l.starts_with('|')).count(),
+        cells.len() + 2
+    );
+    // Every line of a table has as many columns as its header (escaped `\|` is no separator).
+    let columns = |line: &str| line.replace("\\|", "").matches('|').count();
+    let mut header = None;
+    for line in summary.lines() {
+        match (line.starts_with('|'), header) {
+            (true, None) => header = Some(columns(line)),
+            (true, Some(n)) => assert_eq!(columns(line), n, "{line}"),
+            (false, _) => header = None,
+        }
+    }
+    assert!(summary.contains("## Pipelined SET by depth (ops/s)"));
+    assert!(summary.contains("| buffered | hand-written | redis/tcp |"));
+}
+
+#[test]
+fn sparse_and_empty_results_render() {
+    for value in [
+        json!({}),
+        json!({"run": null, "rows": null}),
+        json!({"rows": [{}]}),
+        json!({"rows": [{"status": "ok", "backend": "redis", "op": "get"}]}),
+        json!({"rows": [{"status": "ok", "op": "pipeline_set", "pipeline": 1000, "ops_per_sec": 5.0}]}),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("results.json"), value.to_string()).unwrap();
+        render_run(dir.path()).unwrap();
+        let report = check_run_dir(dir.path()).unwrap();
+        assert!(report.is_ok(), "{value}: {:#?}", report.problems);
+    }
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(render_run(dir.path()), Err(Error::Read { .. })));
+    fs::write(dir.path().join("results.json"), "{").unwrap();
+    assert!(matches!(render_run(dir.path()), Err(Error::Parse { .. })));
+    fs::write(
+        dir.path().join("results.json"),
+        r#"{"rows": [{"ops_per_sec": "fast"}]}"#,
+    )
+    .unwrap();
+    let error = render_run(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("results.json"), "{error}");
+}
