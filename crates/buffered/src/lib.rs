@@ -41,20 +41,20 @@
 #![deny(missing_docs)]
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
 };
+use kvbench_raw_tcp::{Head, RespReader};
 use kvbench_resp::Header;
 
-/// Size of the reused read buffer. It must exceed [`kvbench_resp::MAX_LINE_LEN`] so that an
-/// over-long header line is reported as malformed instead of filling the buffer forever.
-pub const READ_BUF_LEN: usize = kvbench_resp::MAX_LINE_LEN + 64 * 1024;
+/// Size of the reused read buffer: `raw-tcp`'s, since replies are read by its [`RespReader`].
+pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
 
 /// [`Client::set_many`] writes commands in chunks of at least this many bytes (one `write` each;
 /// a chunk holds whole commands, so one large value makes one large chunk). Big enough that the
@@ -84,178 +84,59 @@ impl Duplex for UnixStream {
     }
 }
 
-/// The reply header with what this client needs of it, detached from the read buffer.
-enum Head {
-    Simple,
-    Error(String),
-    Integer(i64),
-    Bulk(Option<usize>),
-    Array,
-}
-
-/// The read timeout applied to a whole reply rather than to each `read`.
-#[derive(Debug, Clone, Copy, Default)]
-struct ReplyClock {
-    limit: Option<Duration>,
-    /// When the first read of the current reply was made; `None` before it.
-    started: Option<Instant>,
-}
-
-impl ReplyClock {
-    /// Called before every read of a reply: one clock read, no system call.
-    fn check(&mut self) -> io::Result<()> {
-        let Some(limit) = self.limit else {
-            return Ok(());
-        };
-        match self.started {
-            None => self.started = Some(Instant::now()),
-            Some(started) if started.elapsed() >= limit => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("reply still incomplete after the {limit:?} read timeout"),
-                ));
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    }
-}
-
-/// The buffered reader: `buf[start..end]` holds bytes received but not yet parsed. Reused for
-/// every reply; the pipelined path lends it to the reader thread.
-struct Input {
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-    clock: ReplyClock,
-}
-
-impl Input {
-    fn new() -> Self {
-        Input {
-            buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
-            start: 0,
-            end: 0,
-            clock: ReplyClock::default(),
-        }
-    }
-
-    /// Reads more bytes from the socket into the free end of the buffer.
-    fn fill(&mut self, stream: &mut impl Read) -> Result<()> {
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        } else if self.end == self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        self.clock.check()?;
-        let n = stream.read(&mut self.buf[self.end..])?;
-        if n == 0 {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "server closed the connection mid-reply",
-            )));
-        }
-        self.end += n;
-        Ok(())
-    }
-
-    /// Reads until one reply header line is complete, and consumes it.
-    fn head(&mut self, stream: &mut impl Read) -> Result<Head> {
-        loop {
-            let pending = &self.buf[self.start..self.end];
-            if let Some((header, used)) = kvbench_resp::parse_header(pending)? {
-                let head = match header {
-                    Header::Simple(_) => Head::Simple,
-                    Header::Error(msg) => Head::Error(String::from_utf8_lossy(msg).into_owned()),
-                    Header::Integer(n) => Head::Integer(n),
-                    Header::Bulk(len) => Head::Bulk(len),
-                    Header::Array(_) => Head::Array,
-                };
-                self.start += used;
-                return Ok(head);
-            }
-            self.fill(stream)?;
-        }
-    }
-
-    /// Reads the body of a bulk reply whose header announced `len` bytes.
-    fn bulk(&mut self, stream: &mut impl Read, len: usize) -> Result<Vec<u8>> {
-        // <data>\r\n — the one allocation of a GET hit is this buffer of the announced size
-        // (already capped by the decoder at MAX_BULK_LEN).
-        let mut value = vec![0; len];
-        let buffered = len.min(self.end - self.start);
-        value[..buffered].copy_from_slice(&self.buf[self.start..self.start + buffered]);
-        self.start += buffered;
-        // What did not arrive with the header goes straight from the socket into the value.
-        let mut filled = buffered;
-        while filled < len {
-            self.clock.check()?;
-            match stream.read(&mut value[filled..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => filled += n,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-        while self.end - self.start < 2 {
-            self.fill(stream)?;
-        }
-        if &self.buf[self.start..self.start + 2] != b"\r\n" {
-            return Err(Error::Protocol("bulk data not followed by CRLF".into()));
-        }
-        self.start += 2;
-        Ok(value)
-    }
-
-    /// Reads `count` replies to SET. Status replies succeed; error replies are counted and the
-    /// first one's message kept, so the batch fails only once every reply is drained.
-    fn count_statuses(&mut self, stream: &mut impl Read, count: usize) -> Result<Option<String>> {
-        let (mut left, mut errors, mut first_error) = (count, 0usize, None);
-        let mut unread_before_fill = left;
-        self.clock.started = None;
-        while left > 0 {
-            // Fast path: a run of +OK\r\n, five bytes compared per reply, nothing parsed.
-            let mut pos = self.start;
-            while left > 0 && self.buf[pos..self.end].starts_with(OK) {
-                pos += OK.len();
-                left -= 1;
-            }
-            self.start = pos;
-            if left == 0 {
-                break;
-            }
-            // Anything else (or a reply cut by the end of a read) goes through the decoder.
-            let Some((header, used)) = kvbench_resp::parse_header(&self.buf[pos..self.end])? else {
-                // The clock times one reply: it restarts once a reply has come in since the
-                // last read (one check per read, not per reply).
-                if left < unread_before_fill {
-                    self.clock.started = None;
-                }
-                unread_before_fill = left;
-                self.fill(stream)?;
-                continue;
-            };
-            match header {
-                Header::Simple(_) => {}
-                Header::Error(msg) => {
-                    errors += 1;
-                    first_error.get_or_insert_with(|| String::from_utf8_lossy(msg).into_owned());
-                }
-                _ => {
-                    return Err(Error::Protocol(
-                        "unexpected reply type to SET, wanted a status".into(),
-                    ));
-                }
-            }
-            self.start += used;
+/// Reads `count` replies to SET. Status replies succeed; error replies are counted and the
+/// first one's message kept, so the batch fails only once every reply is drained. The pipelined
+/// path lends `input` to the reader thread.
+fn count_statuses(
+    input: &mut RespReader,
+    stream: &mut impl Read,
+    count: usize,
+) -> Result<Option<String>> {
+    let (mut left, mut errors, mut first_error) = (count, 0usize, None);
+    let mut unread_before_fill = left;
+    input.start_reply();
+    while left > 0 {
+        // Fast path: a run of +OK\r\n, five bytes compared per reply, nothing parsed.
+        let pending = input.pending();
+        let mut pos = 0;
+        while left > 0 && pending[pos..].starts_with(OK) {
+            pos += OK.len();
             left -= 1;
         }
-        Ok(first_error.map(|msg| match errors {
-            1 => msg,
-            _ => format!("{errors} of {count} SETs failed; the first: {msg}"),
-        }))
+        input.consume(pos);
+        if left == 0 {
+            break;
+        }
+        // Anything else (or a reply cut by the end of a read) goes through the decoder.
+        let Some((header, used)) = kvbench_resp::parse_header(input.pending())? else {
+            // The clock times one reply: it restarts once a reply has come in since the
+            // last read (one check per read, not per reply).
+            if left < unread_before_fill {
+                input.start_reply();
+            }
+            unread_before_fill = left;
+            input.fill(stream)?;
+            continue;
+        };
+        match header {
+            Header::Simple(_) => {}
+            Header::Error(msg) => {
+                errors += 1;
+                first_error.get_or_insert_with(|| String::from_utf8_lossy(msg).into_owned());
+            }
+            _ => {
+                return Err(Error::Protocol(
+                    "unexpected reply type to SET, wanted a status".into(),
+                ));
+            }
+        }
+        input.consume(used);
+        left -= 1;
     }
+    Ok(first_error.map(|msg| match errors {
+        1 => msg,
+        _ => format!("{errors} of {count} SETs failed; the first: {msg}"),
+    }))
 }
 
 /// A RESP2 connection over any socket two threads can share.
@@ -263,7 +144,8 @@ pub struct BufferedConnection<S> {
     stream: S,
     /// The buffered writer: reused for every command and every chunk.
     output: Vec<u8>,
-    input: Input,
+    /// The buffered reader, `raw-tcp`'s: reused for every reply.
+    input: RespReader,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
 }
@@ -278,7 +160,7 @@ where
         BufferedConnection {
             stream,
             output: Vec::with_capacity(CHUNK_LEN + 1024),
-            input: Input::new(),
+            input: RespReader::new(),
             broken: false,
         }
     }
@@ -310,18 +192,18 @@ where
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the socket's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.input.clock.limit = limit;
+        self.input.set_reply_timeout(limit);
     }
 
     /// Sends one command in one write and reads its reply header.
     fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
         self.usable()?;
-        self.input.clock.started = None;
+        self.input.start_reply();
         self.output.clear();
         kvbench_resp::encode_command(&mut self.output, args);
         let mut stream = &self.stream;
         let result = match stream.write_all(&self.output) {
-            Ok(()) => self.input.head(&mut stream),
+            Ok(()) => self.input.read_head(&mut stream),
             Err(err) => Err(err.into()),
         };
         self.note(result)
@@ -337,11 +219,9 @@ where
     /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
     /// for, and we no longer know where the next one starts.
     fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        if let Head::Error(msg) = head {
-            return Error::Server(msg);
-        }
-        self.broken = true;
-        Error::Protocol(format!("unexpected reply type, wanted {wanted}"))
+        let err = head.unexpected(wanted);
+        self.broken |= err.breaks_connection();
+        err
     }
 }
 
@@ -399,7 +279,7 @@ fn write_chunks<W: Write>(
 /// batch's server error, if any; `Err` if either side failed.
 fn pipeline<S>(
     stream: &S,
-    input: &mut Input,
+    input: &mut RespReader,
     output: &mut Vec<u8>,
     items: &[(&[u8], &[u8])],
     done: usize,
@@ -422,12 +302,10 @@ where
     let server_error = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             let mut reading = stream;
-            input
-                .count_statuses(&mut reading, items.len())
-                .unwrap_or_else(|err| {
-                    fail(err);
-                    None
-                })
+            count_statuses(input, &mut reading, items.len()).unwrap_or_else(|err| {
+                fail(err);
+                None
+            })
         });
         if let Err(err) = write_chunks(stream, output, items, done) {
             fail(err);
@@ -452,7 +330,7 @@ where
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
                 let mut stream = &self.stream;
-                let value = self.input.bulk(&mut stream, len);
+                let value = self.input.read_bulk(&mut stream, len);
                 self.note(value).map(Some)
             }
             other => Err(self.unexpected(other, "a bulk reply")),
@@ -493,7 +371,7 @@ where
             // before reading. No thread needed.
             let mut stream = &*stream;
             match stream.write_all(output) {
-                Ok(()) => input.count_statuses(&mut stream, items.len()),
+                Ok(()) => count_statuses(input, &mut stream, items.len()),
                 Err(err) => Err(err.into()),
             }
         } else {
@@ -508,36 +386,16 @@ where
 
 /// Connects over TCP (`TCP_NODELAY` on) with the options' timeouts.
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<BufferedConnection<TcpStream>> {
-    let connect_error = |source| Error::Connect {
-        endpoint: format!("tcp://{addr}"),
-        source,
-    };
-    let mut last_error = io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing");
-    for socket_addr in addr.to_socket_addrs().map_err(connect_error)? {
-        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
-            Ok(stream) => {
-                stream.set_nodelay(true)?;
-                stream.set_read_timeout(Some(options.read_timeout))?;
-                stream.set_write_timeout(Some(options.write_timeout))?;
-                let mut connection = BufferedConnection::new(stream);
-                connection.set_reply_timeout(Some(options.read_timeout));
-                return Ok(connection);
-            }
-            Err(err) => last_error = err,
-        }
-    }
-    Err(connect_error(last_error))
+    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
+    let mut connection = BufferedConnection::new(stream);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 /// Connects to a Unix socket with the options' read and write timeouts;
 /// [`Options::connect_timeout`] is not applied (see "Timeouts" in the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<BufferedConnection<UnixStream>> {
-    let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
-        endpoint: format!("unix://{}", path.display()),
-        source,
-    })?;
-    stream.set_read_timeout(Some(options.read_timeout))?;
-    stream.set_write_timeout(Some(options.write_timeout))?;
+    let stream = kvbench_core::connect_unix_stream(path, options)?;
     let mut connection = BufferedConnection::new(stream);
     connection.set_reply_timeout(Some(options.read_timeout));
     Ok(connection)
@@ -616,29 +474,29 @@ mod tests {
     fn counts_replies_split_at_every_offset() {
         let replies = b"+OK\r\n+OK\r\n-ERR one\r\n+QUEUED\r\n-ERR two\r\n+OK\r\n";
         for step in 1..=replies.len() {
-            let mut input = Input::new();
+            let mut input = RespReader::new();
             let mut drip = Drip {
                 bytes: replies,
                 step,
             };
-            let outcome = input.count_statuses(&mut drip, 6).unwrap();
+            let outcome = count_statuses(&mut input, &mut drip, 6).unwrap();
             assert_eq!(
                 outcome.as_deref(),
                 Some("2 of 6 SETs failed; the first: ERR one")
             );
-            assert_eq!(input.start, input.end, "step {step} left bytes unread");
+            assert_eq!(input.pending(), b"", "step {step} left bytes unread");
         }
     }
 
     #[test]
     fn one_error_is_reported_as_is() {
-        let mut input = Input::new();
+        let mut input = RespReader::new();
         let mut drip = Drip {
             bytes: b"+OK\r\n-OOM no memory\r\n",
             step: 64,
         };
         assert_eq!(
-            input.count_statuses(&mut drip, 2).unwrap().as_deref(),
+            count_statuses(&mut input, &mut drip, 2).unwrap().as_deref(),
             Some("OOM no memory")
         );
     }
@@ -650,32 +508,32 @@ mod tests {
             b"+OK\r\n$-1\r\n",
             b"+OK\r\n!oops\r\n",
         ] {
-            let mut input = Input::new();
-            let err = input
-                .count_statuses(
-                    &mut Drip {
-                        bytes: bad,
-                        step: 64,
-                    },
-                    2,
-                )
-                .unwrap_err();
+            let mut input = RespReader::new();
+            let err = count_statuses(
+                &mut input,
+                &mut Drip {
+                    bytes: bad,
+                    step: 64,
+                },
+                2,
+            )
+            .unwrap_err();
             assert!(matches!(err, Error::Protocol(_)), "{bad:?} gave {err:?}");
         }
     }
 
     #[test]
     fn missing_replies_are_an_eof_error() {
-        let mut input = Input::new();
-        let err = input
-            .count_statuses(
-                &mut Drip {
-                    bytes: b"+OK\r\n+OK",
-                    step: 64,
-                },
-                3,
-            )
-            .unwrap_err();
+        let mut input = RespReader::new();
+        let err = count_statuses(
+            &mut input,
+            &mut Drip {
+                bytes: b"+OK\r\n+OK",
+                step: 64,
+            },
+            3,
+        )
+        .unwrap_err();
         assert!(
             matches!(err, Error::Io(ref e) if e.kind() == io::ErrorKind::UnexpectedEof),
             "{err:?}"

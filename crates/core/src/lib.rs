@@ -13,12 +13,18 @@
 //! Errors are one typed [`Error`]: connection failures, timeouts, malformed replies, error replies
 //! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
 //! "the server said no" from "the client misread the reply".
+//!
+//! Two small pieces of plumbing live here because every hand-written client needs them the same
+//! way: [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) and the socket
+//! set-up of [`connect_tcp_stream`] and [`connect_unix_stream`].
 #![deny(missing_docs)]
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The server a client speaks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -207,6 +213,106 @@ impl From<io::Error> for Error {
 /// Result type of every contract method.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The read timeout applied to one whole reply rather than to each `read`.
+///
+/// A socket's read timeout (`SO_RCVTIMEO`, [`Options::read_timeout`]) bounds each `read`, so it
+/// only notices a server that goes silent: a server dripping one byte every 100 ms satisfies
+/// every read and could hold a call for as long as it liked. This bounds the whole reply. A
+/// hand-written client calls [`start`](Self::start) when it begins waiting for a reply and
+/// [`check`](Self::check) before every read of it; a reply still incomplete after the limit fails
+/// at the next read, so within twice the limit at worst.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplyDeadline {
+    limit: Option<Duration>,
+    /// When the first read of the current reply was made; `None` before it.
+    started: Option<Instant>,
+}
+
+impl ReplyDeadline {
+    /// A deadline of `limit` per reply; `None` never expires.
+    pub fn new(limit: Option<Duration>) -> Self {
+        ReplyDeadline {
+            limit,
+            started: None,
+        }
+    }
+
+    /// Changes the limit; `None` leaves only the socket's own per-read timeout.
+    pub fn set_limit(&mut self, limit: Option<Duration>) {
+        self.limit = limit;
+    }
+
+    /// Starts timing a new reply: the clock starts at the next [`check`](Self::check).
+    pub fn start(&mut self) {
+        self.started = None;
+    }
+
+    /// Called before every read of a reply: one clock read, no system call. Fails with
+    /// [`io::ErrorKind::TimedOut`] (which becomes [`Error::Timeout`]) once the reply is late.
+    pub fn check(&mut self) -> io::Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        match self.started {
+            None => self.started = Some(Instant::now()),
+            Some(started) if started.elapsed() >= limit => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("reply still incomplete after the {limit:?} read timeout"),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Connects over TCP the way every hand-written client does: each address `addr` resolves to is
+/// tried in turn within [`Options::connect_timeout`], then `TCP_NODELAY` is set as asked and the
+/// socket gets the options' read and write timeouts. Any failure is [`Error::Connect`].
+pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Result<TcpStream> {
+    let fail = |source| Error::Connect {
+        endpoint: format!("tcp://{addr}"),
+        source,
+    };
+    let mut last_error = io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing");
+    for socket_addr in addr.to_socket_addrs().map_err(fail)? {
+        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
+            Ok(stream) => {
+                stream.set_nodelay(nodelay).map_err(fail)?;
+                stream
+                    .set_read_timeout(Some(options.read_timeout))
+                    .map_err(fail)?;
+                stream
+                    .set_write_timeout(Some(options.write_timeout))
+                    .map_err(fail)?;
+                return Ok(stream);
+            }
+            Err(err) => last_error = err,
+        }
+    }
+    Err(fail(last_error))
+}
+
+/// Connects to a Unix socket and gives it the options' read and write timeouts. Any failure is
+/// [`Error::Connect`]. [`Options::connect_timeout`] is not applied: `std` offers no
+/// `UnixStream::connect_timeout`, and a local connect only waits while the server's accept
+/// backlog is full.
+pub fn connect_unix_stream(path: &Path, options: &Options) -> Result<UnixStream> {
+    let fail = |source| Error::Connect {
+        endpoint: format!("unix://{}", path.display()),
+        source,
+    };
+    let stream = UnixStream::connect(path).map_err(fail)?;
+    stream
+        .set_read_timeout(Some(options.read_timeout))
+        .map_err(fail)?;
+    stream
+        .set_write_timeout(Some(options.write_timeout))
+        .map_err(fail)?;
+    Ok(stream)
+}
+
 /// The synchronous interface every client implements.
 ///
 /// Required: [`get`](Client::get), [`set`](Client::set), [`set_ex`](Client::set_ex),
@@ -354,6 +460,18 @@ mod tests {
         let reset = Error::from(io::Error::from(io::ErrorKind::ConnectionReset));
         assert!(matches!(reset, Error::Io(_)));
         assert!(!Error::Server("WRONGTYPE".into()).breaks_connection());
+    }
+
+    #[test]
+    fn a_reply_deadline_expires_only_once_started_and_late() {
+        let mut unlimited = ReplyDeadline::default();
+        assert!(unlimited.check().is_ok() && unlimited.check().is_ok());
+        let mut deadline = ReplyDeadline::new(Some(Duration::ZERO));
+        assert!(deadline.check().is_ok(), "the first check starts the clock");
+        let err = Error::from(deadline.check().unwrap_err());
+        assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+        deadline.start();
+        assert!(deadline.check().is_ok(), "a new reply gets a new clock");
     }
 
     #[test]

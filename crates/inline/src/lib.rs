@@ -23,7 +23,7 @@
 //! [`Error::InvalidInput`] before a byte is written. That refusal is the point of the crate: sent
 //! as it is, the key `a\r\nFLUSHALL` would be two commands, and the second would empty the
 //! database — command injection, exactly as with SQL built by string concatenation. Replies are
-//! ordinary RESP and are read like `raw-tcp` reads them. [`Client::set_many`] is the contract's
+//! ordinary RESP and are read by `raw-tcp`'s own reader ([`RespReader`]). [`Client::set_many`] is the contract's
 //! default loop: one round trip per item.
 //!
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
@@ -38,24 +38,23 @@
 #![deny(missing_docs)]
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
 };
-use kvbench_resp::Header;
+use kvbench_raw_tcp::{Head, RespReader};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
 /// A server that has buffered more than this without finding a line end replies
 /// `-ERR Protocol error: too big inline request` and closes the connection.
 pub const INLINE_MAX_LEN: usize = 64 * 1024;
 
-/// Size of the reused read buffer. It must exceed [`kvbench_resp::MAX_LINE_LEN`] so that an
-/// over-long header line is reported as malformed instead of filling the buffer forever.
-pub const READ_BUF_LEN: usize = kvbench_resp::MAX_LINE_LEN + 64 * 1024;
+/// Size of the reused read buffer: `raw-tcp`'s, since replies are read by its [`RespReader`].
+pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
 
 /// Why `byte` cannot appear in an inline argument, or `None` if it can.
 ///
@@ -118,56 +117,15 @@ pub fn encode_inline(out: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
     Ok(())
 }
 
-/// The reply header with what this client needs of it, detached from the read buffer.
-enum Head {
-    Simple,
-    Error(String),
-    Integer(i64),
-    Bulk(Option<usize>),
-    Array,
-}
-
 /// A connection that sends inline commands and reads RESP2 replies, over any byte stream.
 pub struct InlineConnection<S> {
     stream: S,
     /// Reused for every command.
     write_buf: Vec<u8>,
-    /// Reused for every reply; `read_buf[start..end]` holds bytes received but not yet parsed.
-    read_buf: Box<[u8]>,
-    start: usize,
-    end: usize,
+    /// Reads replies exactly as `raw-tcp` does; also bounds the time one whole reply may take.
+    reader: RespReader,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
-    /// Bounds the time one whole reply may take to arrive.
-    reply_clock: ReplyClock,
-}
-
-/// The read timeout applied to a whole reply rather than to each `read`.
-#[derive(Debug, Clone, Copy, Default)]
-struct ReplyClock {
-    limit: Option<Duration>,
-    /// When the first read of the current reply was made; `None` before it.
-    started: Option<Instant>,
-}
-
-impl ReplyClock {
-    /// Called before every read of a reply: one clock read, no system call.
-    fn check(&mut self) -> io::Result<()> {
-        let Some(limit) = self.limit else {
-            return Ok(());
-        };
-        match self.started {
-            None => self.started = Some(Instant::now()),
-            Some(started) if started.elapsed() >= limit => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("reply still incomplete after the {limit:?} read timeout"),
-                ));
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    }
 }
 
 impl<S: Read + Write> InlineConnection<S> {
@@ -176,11 +134,8 @@ impl<S: Read + Write> InlineConnection<S> {
         InlineConnection {
             stream,
             write_buf: Vec::with_capacity(256),
-            read_buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
-            start: 0,
-            end: 0,
+            reader: RespReader::new(),
             broken: false,
-            reply_clock: ReplyClock::default(),
         }
     }
 
@@ -188,7 +143,7 @@ impl<S: Read + Write> InlineConnection<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.reply_clock.limit = limit;
+        self.reader.set_reply_timeout(limit);
     }
 
     /// The underlying stream.
@@ -207,81 +162,15 @@ impl<S: Read + Write> InlineConnection<S> {
         }
         self.write_buf.clear();
         encode_inline(&mut self.write_buf, args)?;
-        self.reply_clock.started = None;
+        self.reader.start_reply();
         let result = match self.stream.write_all(&self.write_buf) {
-            Ok(()) => self.read_head(),
+            Ok(()) => self.reader.read_head(&mut self.stream),
             Err(err) => Err(err.into()),
         };
         if let Err(err) = &result {
             self.broken |= err.breaks_connection();
         }
         result
-    }
-
-    /// Reads until one reply header line is complete, and consumes it.
-    fn read_head(&mut self) -> Result<Head> {
-        loop {
-            let pending = &self.read_buf[self.start..self.end];
-            if let Some((header, used)) = kvbench_resp::parse_header(pending)? {
-                let head = match header {
-                    Header::Simple(_) => Head::Simple,
-                    Header::Error(msg) => Head::Error(String::from_utf8_lossy(msg).into_owned()),
-                    Header::Integer(n) => Head::Integer(n),
-                    Header::Bulk(len) => Head::Bulk(len),
-                    Header::Array(_) => Head::Array,
-                };
-                self.start += used;
-                return Ok(head);
-            }
-            self.fill()?;
-        }
-    }
-
-    /// Reads more bytes from the socket into the free end of the read buffer.
-    fn fill(&mut self) -> Result<()> {
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        } else if self.end == self.read_buf.len() {
-            self.read_buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        self.reply_clock.check()?;
-        let n = self.stream.read(&mut self.read_buf[self.end..])?;
-        if n == 0 {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "server closed the connection mid-reply",
-            )));
-        }
-        self.end += n;
-        Ok(())
-    }
-
-    /// Reads the body of a bulk reply whose header announced `len` bytes.
-    fn read_bulk(&mut self, len: usize) -> Result<Vec<u8>> {
-        // <data>\r\n — replies are RESP: the value is read by its length, whatever it holds.
-        let mut value = vec![0; len];
-        let buffered = len.min(self.end - self.start);
-        value[..buffered].copy_from_slice(&self.read_buf[self.start..self.start + buffered]);
-        self.start += buffered;
-        let mut filled = buffered;
-        while filled < len {
-            self.reply_clock.check()?;
-            match self.stream.read(&mut value[filled..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => filled += n,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-        while self.end - self.start < 2 {
-            self.fill()?;
-        }
-        if &self.read_buf[self.start..self.start + 2] != b"\r\n" {
-            return Err(Error::Protocol("bulk data not followed by CRLF".into()));
-        }
-        self.start += 2;
-        Ok(value)
     }
 
     fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
@@ -294,11 +183,9 @@ impl<S: Read + Write> InlineConnection<S> {
     /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
     /// for, and we no longer know where the next one starts.
     fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        if let Head::Error(msg) = head {
-            return Error::Server(msg);
-        }
-        self.broken = true;
-        Error::Protocol(format!("unexpected reply type, wanted {wanted}"))
+        let err = head.unexpected(wanted);
+        self.broken |= err.breaks_connection();
+        err
     }
 }
 
@@ -307,7 +194,8 @@ impl<S: Read + Write + Send> Client for InlineConnection<S> {
         match self.call(&[b"GET", key])? {
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
-                let value = self.read_bulk(len);
+                // <data>\r\n — replies are RESP: the value is read by its length, whatever it holds.
+                let value = self.reader.read_bulk(&mut self.stream, len);
                 if value.is_err() {
                     self.broken = true;
                 }
@@ -336,36 +224,16 @@ impl<S: Read + Write + Send> Client for InlineConnection<S> {
 
 /// Connects over TCP (`TCP_NODELAY` on) with the options' timeouts.
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<InlineConnection<TcpStream>> {
-    let connect_error = |source| Error::Connect {
-        endpoint: format!("tcp://{addr}"),
-        source,
-    };
-    let mut last_error = io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing");
-    for socket_addr in addr.to_socket_addrs().map_err(connect_error)? {
-        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
-            Ok(stream) => {
-                stream.set_nodelay(true)?;
-                stream.set_read_timeout(Some(options.read_timeout))?;
-                stream.set_write_timeout(Some(options.write_timeout))?;
-                let mut connection = InlineConnection::new(stream);
-                connection.set_reply_timeout(Some(options.read_timeout));
-                return Ok(connection);
-            }
-            Err(err) => last_error = err,
-        }
-    }
-    Err(connect_error(last_error))
+    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
+    let mut connection = InlineConnection::new(stream);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 /// Connects to a Unix socket with the options' read and write timeouts;
 /// [`Options::connect_timeout`] is not applied (see "Timeouts" in the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<InlineConnection<UnixStream>> {
-    let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
-        endpoint: format!("unix://{}", path.display()),
-        source,
-    })?;
-    stream.set_read_timeout(Some(options.read_timeout))?;
-    stream.set_write_timeout(Some(options.write_timeout))?;
+    let stream = kvbench_core::connect_unix_stream(path, options)?;
     let mut connection = InlineConnection::new(stream);
     connection.set_reply_timeout(Some(options.read_timeout));
     Ok(connection)

@@ -59,14 +59,14 @@
 pub mod reply;
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReplyDeadline, Result, Transport,
 };
 
 use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER};
@@ -129,44 +129,15 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
 
 /// Connects over TCP with `TCP_NODELAY` (a command is one write; nothing is gained by waiting).
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextClient<TcpStream>> {
-    let fail = |source| Error::Connect {
-        endpoint: format!("tcp://{addr}"),
-        source,
-    };
-    let mut last_error = io::Error::new(io::ErrorKind::NotFound, "address resolved to nothing");
-    for socket_addr in addr.to_socket_addrs().map_err(fail)? {
-        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
-            Ok(stream) => {
-                stream.set_nodelay(true).map_err(fail)?;
-                stream
-                    .set_read_timeout(Some(options.read_timeout))
-                    .map_err(fail)?;
-                stream
-                    .set_write_timeout(Some(options.write_timeout))
-                    .map_err(fail)?;
-                let mut client = TextClient::new(stream);
-                client.set_reply_timeout(Some(options.read_timeout));
-                return Ok(client);
-            }
-            Err(err) => last_error = err,
-        }
-    }
-    Err(fail(last_error))
+    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
+    let mut client = TextClient::new(stream);
+    client.set_reply_timeout(Some(options.read_timeout));
+    Ok(client)
 }
 
 /// Connects over a Unix socket (no connect timeout: see the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStream>> {
-    let fail = |source| Error::Connect {
-        endpoint: format!("unix://{}", path.display()),
-        source,
-    };
-    let stream = UnixStream::connect(path).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(options.read_timeout))
-        .map_err(fail)?;
-    stream
-        .set_write_timeout(Some(options.write_timeout))
-        .map_err(fail)?;
+    let stream = kvbench_core::connect_unix_stream(path, options)?;
     let mut client = TextClient::new(stream);
     client.set_reply_timeout(Some(options.read_timeout));
     Ok(client)
@@ -184,42 +155,14 @@ pub struct TextClient<S> {
     /// Set by the first error that leaves the stream out of sync; the connection is not reused.
     broken: Option<String>,
     /// Bounds the time one whole reply may take to arrive.
-    clock: ReplyClock,
-}
-
-/// The read timeout applied to a whole reply rather than to each `read`.
-#[derive(Debug, Clone, Copy, Default)]
-struct ReplyClock {
-    limit: Option<Duration>,
-    /// When the first read of the current reply was made; `None` before it.
-    started: Option<Instant>,
-}
-
-impl ReplyClock {
-    /// Called before every read of a reply: one clock read, no system call.
-    fn check(&mut self) -> io::Result<()> {
-        let Some(limit) = self.limit else {
-            return Ok(());
-        };
-        match self.started {
-            None => self.started = Some(Instant::now()),
-            Some(started) if started.elapsed() >= limit => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("reply still incomplete after the {limit:?} read timeout"),
-                ));
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    }
+    clock: ReplyDeadline,
 }
 
 /// A stream whose every `read` first checks the reply clock, so that `take` and `read_exact` can
 /// read a large value without escaping the whole-reply timeout.
 struct Clocked<'a, S> {
     stream: &'a mut S,
-    clock: &'a mut ReplyClock,
+    clock: &'a mut ReplyDeadline,
 }
 
 impl<S: Read> Read for Clocked<'_, S> {
@@ -248,7 +191,7 @@ impl<S: Read + Write> TextClient<S> {
             start: 0,
             end: 0,
             broken: None,
-            clock: ReplyClock::default(),
+            clock: ReplyDeadline::default(),
         }
     }
 
@@ -256,7 +199,7 @@ impl<S: Read + Write> TextClient<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.clock.limit = limit;
+        self.clock.set_limit(limit);
     }
 
     /// The underlying stream, for socket options or for counting what the client did.
@@ -311,7 +254,7 @@ impl<S: Read + Write> TextClient<S> {
     /// Reads until one reply is complete. `key` is the command's key: a VALUE for any other key
     /// means replies and commands no longer line up.
     fn read_reply(&mut self, key: &[u8]) -> Result<Incoming> {
-        self.clock.started = None;
+        self.clock.start();
         loop {
             let window = &self.rbuf[self.start..self.end];
             if let Some((reply, len)) = reply::decode(window)? {

@@ -26,21 +26,21 @@
 //! command for tens of milliseconds. The `raw-tcp/per-token*` and `raw-tcp/nagle` specs exist so
 //! the benchmark can show it.
 //!
-//! The connection type is generic over the stream, so `raw-unix` reuses it unchanged.
+//! The connection type is generic over the stream, so `raw-unix` reuses it unchanged; the reply
+//! reader ([`RespReader`], in [`reader`]) is shared with `inline` and `buffered` too.
 #![deny(missing_docs)]
 
+pub mod reader;
+
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
 };
-use kvbench_resp::Header;
 
-/// Size of the reused read buffer. It must exceed [`kvbench_resp::MAX_LINE_LEN`] so that an
-/// over-long header line is reported as malformed instead of filling the buffer forever.
-pub const READ_BUF_LEN: usize = kvbench_resp::MAX_LINE_LEN + 64 * 1024;
+pub use crate::reader::{Head, READ_BUF_LEN, RespReader};
 
 /// How a command reaches the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,57 +69,16 @@ impl Default for Config {
     }
 }
 
-/// The reply header with what this client needs of it, detached from the read buffer.
-enum Head {
-    Simple,
-    Error(String),
-    Integer(i64),
-    Bulk(Option<usize>),
-    Array,
-}
-
 /// A RESP2 connection over any byte stream.
 pub struct RawConnection<S> {
     stream: S,
     strategy: WriteStrategy,
     /// Reused for every command: encoding never allocates once it has grown.
     write_buf: Vec<u8>,
-    /// Reused for every reply; `read_buf[start..end]` holds bytes received but not yet parsed.
-    read_buf: Box<[u8]>,
-    start: usize,
-    end: usize,
+    /// Reused for every reply; also bounds the time one whole reply may take to arrive.
+    reader: RespReader,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
-    /// Bounds the time one whole reply may take to arrive.
-    reply_clock: ReplyClock,
-}
-
-/// The read timeout applied to a whole reply rather than to each `read`.
-#[derive(Debug, Clone, Copy, Default)]
-struct ReplyClock {
-    limit: Option<Duration>,
-    /// When the first read of the current reply was made; `None` before it.
-    started: Option<Instant>,
-}
-
-impl ReplyClock {
-    /// Called before every read of a reply: one clock read, no system call.
-    fn check(&mut self) -> io::Result<()> {
-        let Some(limit) = self.limit else {
-            return Ok(());
-        };
-        match self.started {
-            None => self.started = Some(Instant::now()),
-            Some(started) if started.elapsed() >= limit => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("reply still incomplete after the {limit:?} read timeout"),
-                ));
-            }
-            Some(_) => {}
-        }
-        Ok(())
-    }
 }
 
 impl<S: Read + Write> RawConnection<S> {
@@ -129,11 +88,8 @@ impl<S: Read + Write> RawConnection<S> {
             stream,
             strategy,
             write_buf: Vec::with_capacity(256),
-            read_buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
-            start: 0,
-            end: 0,
+            reader: RespReader::new(),
             broken: false,
-            reply_clock: ReplyClock::default(),
         }
     }
 
@@ -141,7 +97,7 @@ impl<S: Read + Write> RawConnection<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.reply_clock.limit = limit;
+        self.reader.set_reply_timeout(limit);
     }
 
     /// The underlying stream.
@@ -158,8 +114,10 @@ impl<S: Read + Write> RawConnection<S> {
                 "connection marked broken by an earlier error",
             )));
         }
-        self.reply_clock.started = None;
-        let result = self.send(args).and_then(|()| self.read_head());
+        self.reader.start_reply();
+        let result = self
+            .send(args)
+            .and_then(|()| self.reader.read_head(&mut self.stream));
         if let Err(err) = &result {
             self.broken |= err.breaks_connection();
         }
@@ -195,75 +153,6 @@ impl<S: Read + Write> RawConnection<S> {
         Ok(self.stream.write_all(&self.write_buf)?)
     }
 
-    /// Reads until one reply header line is complete, and consumes it.
-    fn read_head(&mut self) -> Result<Head> {
-        loop {
-            if let Some((header, used)) =
-                kvbench_resp::parse_header(&self.read_buf[self.start..self.end])?
-            {
-                let head = match header {
-                    Header::Simple(_) => Head::Simple,
-                    Header::Error(msg) => Head::Error(String::from_utf8_lossy(msg).into_owned()),
-                    Header::Integer(n) => Head::Integer(n),
-                    Header::Bulk(len) => Head::Bulk(len),
-                    Header::Array(_) => Head::Array,
-                };
-                self.start += used;
-                return Ok(head);
-            }
-            self.fill()?;
-        }
-    }
-
-    /// Reads more bytes from the socket into the free end of the read buffer.
-    fn fill(&mut self) -> Result<()> {
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        } else if self.end == self.read_buf.len() {
-            self.read_buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        self.reply_clock.check()?;
-        let n = self.stream.read(&mut self.read_buf[self.end..])?;
-        if n == 0 {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "server closed the connection mid-reply",
-            )));
-        }
-        self.end += n;
-        Ok(())
-    }
-
-    /// Reads the body of a bulk reply whose header announced `len` bytes.
-    fn read_bulk(&mut self, len: usize) -> Result<Vec<u8>> {
-        // <data>\r\n — the one allocation of a GET hit is this buffer of the announced size
-        // (already capped by the decoder at MAX_BULK_LEN).
-        let mut value = vec![0; len];
-        let buffered = len.min(self.end - self.start);
-        value[..buffered].copy_from_slice(&self.read_buf[self.start..self.start + buffered]);
-        self.start += buffered;
-        // What did not arrive with the header goes straight from the socket into the value.
-        let mut filled = buffered;
-        while filled < len {
-            self.reply_clock.check()?;
-            match self.stream.read(&mut value[filled..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => filled += n,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-        while self.end - self.start < 2 {
-            self.fill()?;
-        }
-        if &self.read_buf[self.start..self.start + 2] != b"\r\n" {
-            return Err(Error::Protocol("bulk data not followed by CRLF".into()));
-        }
-        self.start += 2;
-        Ok(value)
-    }
-
     fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
         match self.call(args)? {
             Head::Simple => Ok(()),
@@ -274,11 +163,9 @@ impl<S: Read + Write> RawConnection<S> {
     /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
     /// for, and we no longer know where the next one starts.
     fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        if let Head::Error(msg) = head {
-            return Error::Server(msg);
-        }
-        self.broken = true;
-        Error::Protocol(format!("unexpected reply type, wanted {wanted}"))
+        let err = head.unexpected(wanted);
+        self.broken |= err.breaks_connection();
+        err
     }
 }
 
@@ -287,7 +174,7 @@ impl<S: Read + Write + Send> Client for RawConnection<S> {
         match self.call(&[b"GET", key])? {
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
-                let value = self.read_bulk(len);
+                let value = self.reader.read_bulk(&mut self.stream, len);
                 if value.is_err() {
                     self.broken = true;
                 }
@@ -320,25 +207,10 @@ pub fn connect_tcp(
     options: &Options,
     config: Config,
 ) -> Result<RawConnection<TcpStream>> {
-    let connect_error = |source| Error::Connect {
-        endpoint: format!("tcp://{addr}"),
-        source,
-    };
-    let mut last_error = io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing");
-    for socket_addr in addr.to_socket_addrs().map_err(connect_error)? {
-        match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
-            Ok(stream) => {
-                stream.set_nodelay(config.nodelay)?;
-                stream.set_read_timeout(Some(options.read_timeout))?;
-                stream.set_write_timeout(Some(options.write_timeout))?;
-                let mut connection = RawConnection::new(stream, config.strategy);
-                connection.set_reply_timeout(Some(options.read_timeout));
-                return Ok(connection);
-            }
-            Err(err) => last_error = err,
-        }
-    }
-    Err(connect_error(last_error))
+    let stream = kvbench_core::connect_tcp_stream(addr, options, config.nodelay)?;
+    let mut connection = RawConnection::new(stream, config.strategy);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 fn connect_with(endpoint: &Endpoint, options: &Options, config: Config) -> Result<Box<dyn Client>> {

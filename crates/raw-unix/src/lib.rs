@@ -28,12 +28,7 @@ use kvbench_raw_tcp::{RawConnection, WriteStrategy};
 /// Connects to a Redis Unix socket. Reads and writes get the usual timeouts;
 /// [`Options::connect_timeout`] is not applied (see the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<UnixStream>> {
-    let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
-        endpoint: format!("unix://{}", path.display()),
-        source,
-    })?;
-    stream.set_read_timeout(Some(options.read_timeout))?;
-    stream.set_write_timeout(Some(options.write_timeout))?;
+    let stream = kvbench_core::connect_unix_stream(path, options)?;
     let mut connection = RawConnection::new(stream, WriteStrategy::PerCommand);
     connection.set_reply_timeout(Some(options.read_timeout));
     Ok(connection)
