@@ -17,14 +17,18 @@ test: setup lint
 
 ## The benchmark matrix. Settings (environment): PLACEMENT=same-core|split|none,
 ## CLIENTS=raw-tcp,fred  CELLS=get,unix  RUN_ID=name. Results: reports/<run-id>/.
+## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
+## as long, because plotting dominates on a 2-CPU machine.
 bench: setup
-	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix
+	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix -- $(if $(PLOTS),,--noplot)
 
 bench-quick: setup
 	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
 
+## Every (cell, client) pair once, verification included, with the test build (no release
+## build needed): criterion runs in test mode when started without --bench.
 bench-smoke: setup
-	$(CARGO) bench -p kvbench-bench-suite --bench matrix -- --test
+	$(CARGO) test -p kvbench-bench-suite --bench matrix
 
 lint:
 	$(CARGO) fmt --all --check

@@ -165,12 +165,12 @@ impl Mode {
         }
     }
 
-    /// criterion warm-up and measurement time per (cell, client) — see `bench-suite/README.md`
-    /// for why the full run does not use criterion's 3 s + 5 s defaults (about 250 functions
-    /// would take 35 minutes on their own).
+    /// criterion warm-up and measurement time and sample size per (cell, client) — see
+    /// `bench-suite/README.md` for why the full run does not use criterion's 3 s + 5 s defaults
+    /// (about 290 functions would take 40 minutes on their own).
     pub fn timing(self) -> (Duration, Duration, usize) {
         match self {
-            Mode::Full => (Duration::from_millis(1000), Duration::from_millis(2000), 50),
+            Mode::Full => (Duration::from_millis(500), Duration::from_millis(1500), 30),
             Mode::Quick | Mode::Test => {
                 (Duration::from_millis(200), Duration::from_millis(500), 10)
             }
