@@ -22,8 +22,11 @@ pub const REDIS_BENCHMARK: &str = "redis-benchmark";
 pub const LOOPBACK_FLOOR: &str = "loopback-floor";
 /// The key redis-benchmark uses when not given `-r`.
 const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
-/// Runs per baseline; the reported interval is the lowest and highest of them.
-const RUNS: usize = 3;
+/// Runs per baseline; the reported interval is the lowest and highest of them. A `--test` run
+/// only checks that the baseline works: one run.
+fn runs(mode: Mode) -> usize {
+    if mode == Mode::Test { 1 } else { 3 }
+}
 
 /// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
 pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
@@ -43,7 +46,7 @@ fn requests(cell: &Cell, mode: Mode) -> u64 {
     }
 }
 
-/// Runs redis-benchmark for a Redis cell, `RUNS` times, pinned to `cpu`. `prepare` sets or
+/// Runs redis-benchmark for a Redis cell [`runs`] times, pinned to `cpu`. `prepare` sets or
 /// deletes redis-benchmark's key the way the cell needs (value of the cell's size, or absent).
 pub fn redis_benchmark(
     cell: &Cell,
@@ -55,7 +58,8 @@ pub fn redis_benchmark(
     let row = Row::new(cell, REDIS_BENCHMARK, "baseline");
     match run_redis_benchmark(cell, endpoint, cpu, mode, prepare) {
         Ok((wall, latency)) => {
-            let mut row = row.with_wall(wall, "redis-benchmark (min..max of 3 runs)");
+            let timing = format!("redis-benchmark (min..max of {} runs)", runs(mode));
+            let mut row = row.with_wall(wall, &timing);
             row.latency_ns = latency;
             row
         }
@@ -118,7 +122,7 @@ fn run_redis_benchmark(
 
     let mut rps = Vec::new();
     let mut latency = None;
-    for _ in 0..RUNS {
+    for _ in 0..runs(mode) {
         let mut command = match cpu {
             Some(cpu) => {
                 let mut c = Command::new("taskset");

@@ -2,10 +2,10 @@
 //!
 //! One place lists the cells ([`matrix`]); one generic path benches any client
 //! ([`drivers::run_sync`], and [`drivers::AsyncClient::run`] for the natively async ones); the
-//! harness (`benches/matrix.rs`) owns the servers, the CPU placement, the keys and the clean-up,
-//! verifies every (cell, client) pair before timing it, then measures its cost per operation
-//! ([`costs`]) and adds same-run baselines ([`baselines`]). Everything lands in
-//! `reports/<run-id>/results.json` ([`results`]).
+//! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
+//! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
+//! then measures its cost per operation ([`costs`]) and adds same-run baselines ([`baselines`]).
+//! Everything lands in `reports/<run-id>/results.json` ([`results`]).
 #![deny(missing_docs)]
 
 pub mod baselines;
@@ -13,4 +13,5 @@ pub mod costs;
 pub mod drivers;
 pub mod matrix;
 pub mod results;
+pub mod runner;
 pub mod verify;

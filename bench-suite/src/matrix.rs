@@ -176,7 +176,30 @@ impl Mode {
             }
         }
     }
+
+    /// Time given to a client without pipelining at depths of 100,000 and more: it writes as
+    /// many items of the pipeline as fit (whole thousands, at least 1,000), timed once. Each
+    /// item is one round trip whatever the depth, so the rate does not depend on how many ran.
+    pub fn single_shot_budget(self) -> Duration {
+        match self {
+            Mode::Full => Duration::from_secs(3),
+            Mode::Quick | Mode::Test => Duration::from_secs(1),
+        }
+    }
+
+    /// Calls timed one by one, instead of by criterion, when one call takes a second or more
+    /// (fred's million-command pipeline: criterion would need at least eleven of them).
+    pub fn long_call_repeats(self) -> u64 {
+        match self {
+            Mode::Full => 3,
+            Mode::Quick | Mode::Test => 1,
+        }
+    }
 }
+
+/// A call that takes at least this long (in verification) is timed by
+/// [`Mode::long_call_repeats`] single calls rather than by criterion.
+pub const LONG_CALL: Duration = Duration::from_secs(1);
 
 /// Where the servers and the benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +264,11 @@ pub struct Settings {
     pub cells: Vec<String>,
     /// `RUN_ID`: the folder under `reports/`; default: the start time and mode.
     pub run_id: Option<String>,
+    /// `MODE=quick`: the quick subset of cells, also in a `--test` run.
+    pub quick_cells: bool,
+    /// `KVBENCH_FAULT_STOP_SERVER=<cell-id>@<client>`: a fault for tests — the cell's server
+    /// is stopped right after that client's verification, in the middle of the cell.
+    pub stop_server_at: Option<(String, String)>,
 }
 
 fn list(value: Option<String>) -> Vec<String> {
@@ -264,6 +292,13 @@ impl Settings {
             (false, Some("quick")) => Mode::Quick,
             (false, Some(other)) => bail!("MODE={other:?}: want full or quick"),
         };
+        let stop_server_at = match var("KVBENCH_FAULT_STOP_SERVER") {
+            None => None,
+            Some(value) => match value.split_once('@') {
+                Some((cell, client)) => Some((cell.to_string(), client.to_string())),
+                None => bail!("KVBENCH_FAULT_STOP_SERVER={value:?}: want <cell-id>@<client>"),
+            },
+        };
         let cores = crate::results::online_cpus();
         let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
             .context("reading PLACEMENT")?;
@@ -273,14 +308,17 @@ impl Settings {
             clients: list(var("CLIENTS")),
             cells: list(var("CELLS")),
             run_id: var("RUN_ID"),
+            quick_cells: var("MODE").as_deref() == Some("quick"),
+            stop_server_at,
         })
     }
 
     /// The cells this run covers.
     pub fn cells(&self) -> Vec<Cell> {
-        let all = match self.mode {
-            Mode::Full | Mode::Test => full_matrix(),
-            Mode::Quick => quick_matrix(),
+        let all = if self.quick_cells {
+            quick_matrix()
+        } else {
+            full_matrix()
         };
         all.into_iter()
             .filter(|cell| {

@@ -150,6 +150,9 @@ pub struct Row {
     pub latency_ns: Option<Latency>,
     /// criterion's report for the cell, relative to the run folder.
     pub criterion_report: Option<String>,
+    /// Wall-clock seconds the run spent on this pair: connect, verify, time, cost pass.
+    #[serde(default)]
+    pub seconds: Option<f64>,
 }
 
 impl Row {
@@ -176,6 +179,7 @@ impl Row {
             alloc_bytes_per_op: None,
             latency_ns: None,
             criterion_report: None,
+            seconds: None,
         }
     }
 
@@ -283,8 +287,12 @@ pub fn now_utc() -> String {
     command_output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_else(|| "unknown".into())
 }
 
-/// The workspace's `reports/` folder (the bench runs with the package folder as its cwd).
+/// The workspace's `reports/` folder (the bench runs with the package folder as its cwd), or
+/// `KVBENCH_REPORTS_DIR` when set (the tests that run whole matrices write elsewhere).
 pub fn reports_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KVBENCH_REPORTS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("reports");

@@ -3,6 +3,8 @@
 //! Every (cell, client) pair does the cell's work once and the result is checked through an
 //! independent reference connection ([`kvbench_conformance::Reference`]).
 
+use std::time::{Duration, Instant};
+
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, Client, ClientSpec};
 
@@ -48,15 +50,17 @@ pub enum Rejection {
     Failed(String),
 }
 
-/// Runs the cell's work once through `client` and checks the outcome.
+/// Runs the cell's work once through `client` and checks the outcome. Returns how long the
+/// client's own call took (checks excluded): the runner uses it to choose how to time the pair.
 pub fn verify(
     client: &mut dyn Client,
     reference: &mut Reference,
     spec: &ClientSpec,
     w: &Workload,
-) -> Result<(), Rejection> {
-    match check(client, reference, spec, w) {
-        Ok(()) => Ok(()),
+) -> Result<Duration, Rejection> {
+    let mut took = Duration::ZERO;
+    match check(client, reference, spec, w, &mut took) {
+        Ok(()) => Ok(took),
         Err(Ok(
             kvbench_core::Error::InvalidInput(reason) | kvbench_core::Error::Unsupported(reason),
         )) => Err(Rejection::Refused(reason)),
@@ -73,23 +77,24 @@ fn check(
     reference: &mut Reference,
     spec: &ClientSpec,
     w: &Workload,
+    took: &mut Duration,
 ) -> Checked {
     let client_err = Ok;
+    let start = Instant::now();
     match w.cell.op {
-        Op::Get => expect(
-            client.get(&w.key).map_err(client_err)?,
-            Some(&w.value),
-            "GET",
-        )
-        .map_err(Err),
-        Op::GetMiss => expect(
-            client.get(&w.key).map_err(client_err)?,
-            None,
-            "GET of a missing key",
-        )
-        .map_err(Err),
+        Op::Get => {
+            let got = client.get(&w.key).map_err(client_err)?;
+            *took = start.elapsed();
+            expect(got, Some(&w.value), "GET").map_err(Err)
+        }
+        Op::GetMiss => {
+            let got = client.get(&w.key).map_err(client_err)?;
+            *took = start.elapsed();
+            expect(got, None, "GET of a missing key").map_err(Err)
+        }
         Op::Set => {
             client.set(&w.key, &w.value).map_err(client_err)?;
+            *took = start.elapsed();
             expect(
                 reference.get(&w.key).map_err(Err)?,
                 Some(&w.value),
@@ -101,6 +106,7 @@ fn check(
             client
                 .set_ex(&w.key, &w.value, SET_EX_TTL)
                 .map_err(client_err)?;
+            *took = start.elapsed();
             expect(
                 reference.get(&w.key).map_err(Err)?,
                 Some(&w.value),
@@ -115,7 +121,17 @@ fn check(
             }
             Ok(())
         }
-        Op::PipelineSet => verify_pipeline(client, reference, spec, w),
+        Op::PipelineSet => verify_pipeline(client, reference, spec, w, took),
+    }
+}
+
+/// Items in the pipeline [`verify`] writes: the cell's depth, or at most
+/// [`DEFAULT_LOOP_VERIFY_DEPTH`] for a client without pipelining.
+pub fn pipeline_depth(spec: &ClientSpec, w: &Workload) -> usize {
+    if spec.pipelines() {
+        w.cell.pipeline
+    } else {
+        w.cell.pipeline.min(DEFAULT_LOOP_VERIFY_DEPTH)
     }
 }
 
@@ -126,12 +142,9 @@ fn verify_pipeline(
     reference: &mut Reference,
     spec: &ClientSpec,
     w: &Workload,
+    took: &mut Duration,
 ) -> Checked {
-    let depth = if spec.pipelines() {
-        w.cell.pipeline
-    } else {
-        w.cell.pipeline.min(DEFAULT_LOOP_VERIFY_DEPTH)
-    };
+    let depth = pipeline_depth(spec, w);
     let keys: Vec<Vec<u8>> = (0..depth)
         .map(|i| [&w.key[..], format!(":verify:{i}").as_bytes()].concat())
         .collect();
@@ -143,14 +156,23 @@ fn verify_pipeline(
         .zip(&values)
         .map(|(k, v)| (&k[..], &v[..]))
         .collect();
-    if let Err(err) = client.set_many(&items) {
+    let start = Instant::now();
+    let written = client.set_many(&items);
+    *took = start.elapsed();
+    if let Err(err) = written {
         reference.delete_many(&keys).map_err(Err)?;
         return Err(Ok(err));
     }
     let outcome = (|| {
         let mut found = 0usize;
-        // Chunks of 100: the memcache crate writes a whole multi-get before reading it.
-        for (key_chunk, value_chunk) in keys.chunks(100).zip(values.chunks(100)) {
+        // The memcache crate writes a whole multi-get, a small write per key, before it reads
+        // the reply: 1,000 keys fill a Unix socket's buffer and deadlock with the server. 100
+        // keys do not. Redis's MGET has no such limit here.
+        let chunk = match w.cell.backend {
+            Backend::Redis => 1_000,
+            Backend::Memcached => 100,
+        };
+        for (key_chunk, value_chunk) in keys.chunks(chunk).zip(values.chunks(chunk)) {
             for (got, want) in reference.get_many(key_chunk)?.into_iter().zip(value_chunk) {
                 if got.as_deref() == Some(&want[..]) {
                     found += 1;

@@ -1,0 +1,796 @@
+//! The run: every cell × every client that serves it, side by side in one criterion group per
+//! cell, plus cost passes and same-run baselines. Settings come from the environment (`MODE`,
+//! `PLACEMENT`, `CLIENTS`, `CELLS`, `RUN_ID`; see `bench-suite/README.md`). Behind both
+//! `benches/matrix.rs` and the `kvbench-matrix` binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::baselines::{self, LoopbackFloor};
+use crate::costs::{self, SyscallCounter};
+use crate::drivers::{self, Driver, Workload};
+use crate::matrix::{Cell, LONG_CALL, Mode, Op, Settings};
+use crate::results::{
+    self, Interval, PlacementRecord, Results, Row, Run, ServerRecord, ServersRecord,
+};
+use crate::verify::{self, Rejection};
+use anyhow::{Context, Result};
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
+use kvbench_conformance::Reference;
+use kvbench_core::{Backend, ClientSpec, Options};
+use kvbench_servers::{Servers, StartOptions};
+
+/// Pipelines at least this deep, through a client without pipelining, are timed by a single
+/// call within a time budget instead of by criterion (see [`choose_timing`]); criterion gives
+/// them ten flat samples otherwise.
+const SINGLE_SHOT_DEPTH: usize = 100_000;
+
+/// Connection settings for the bench: the default 5 s connect timeout, but 60 s for reads and
+/// writes, because fred times a whole pipeline as one command and a million commands through
+/// it take several seconds on a loaded 2-CPU machine.
+fn bench_options() -> Options {
+    Options {
+        read_timeout: Duration::from_secs(60),
+        write_timeout: Duration::from_secs(60),
+        ..Options::default()
+    }
+}
+
+/// Calls in a cost pass: enough operations for stable per-op numbers, a fraction of a second.
+fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
+    let calls = match cell.op {
+        Op::PipelineSet if cell.pipeline >= 100_000 => 1,
+        Op::PipelineSet => 100,
+        _ if cell.value_size >= 1 << 20 => 200,
+        _ if cell.value_size >= 100 << 10 => 1_000,
+        _ => 5_000,
+    };
+    if mode == Mode::Test {
+        calls.min(10)
+    } else {
+        calls
+    }
+}
+
+fn kind(spec: &ClientSpec) -> &'static str {
+    spec.kind.as_str()
+}
+
+struct Harness {
+    settings: Settings,
+    servers: Servers,
+    dir: PathBuf,
+    results: Arc<Mutex<Results>>,
+    /// Syscall counters could be opened at start-up (else the run's notes say why).
+    count_syscalls: bool,
+    started: Instant,
+}
+
+impl Harness {
+    fn push(&self, row: Row) {
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        results.rows.push(row);
+    }
+
+    fn save(&self) -> Result<()> {
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        results.run.duration_s = self.started.elapsed().as_secs_f64();
+        results::write(&self.dir, &results)
+    }
+
+    fn criterion_dir(&self) -> PathBuf {
+        self.dir.join("criterion")
+    }
+
+    /// criterion's estimate for `function` in `cell`, per operation.
+    fn wall(&self, cell: &Cell, function: &str) -> Result<Interval> {
+        let per_iteration =
+            results::criterion_estimate(&self.criterion_dir(), &cell.id(), function)?;
+        let ops = cell.ops_per_iteration() as f64;
+        Ok(Interval {
+            mean: per_iteration.mean / ops,
+            lower: per_iteration.lower / ops,
+            upper: per_iteration.upper / ops,
+        })
+    }
+
+    fn report_link(&self, cell: &Cell) -> Option<String> {
+        let relative = format!(
+            "criterion/{}/report/index.html",
+            results::criterion_dir_name(&cell.id())
+        );
+        self.dir.join(&relative).exists().then_some(relative)
+    }
+}
+
+/// Times one driver inside the cell's group; returns the first error the work met, if any.
+#[allow(
+    clippy::await_holding_refcell_ref,
+    reason = "the runtime is current-thread and criterion awaits one iteration batch at a time: \
+              the borrow cannot be contended"
+)]
+fn time_driver(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    driver: &mut Driver,
+    w: &Workload,
+    items: &[(&[u8], &[u8])],
+) -> Option<kvbench_core::Error> {
+    // An error inside the timed loop is kept and stops the work; the row is then marked failed.
+    let failure = std::cell::RefCell::new(None);
+    match driver {
+        Driver::Sync(client) => {
+            group.bench_function(name, |b| {
+                b.iter(|| {
+                    if failure.borrow().is_none()
+                        && let Err(err) = drivers::run_sync(client.as_mut(), w, items)
+                    {
+                        *failure.borrow_mut() = Some(err);
+                    }
+                })
+            });
+        }
+        Driver::Async(async_driver) => {
+            let runtime = &async_driver.runtime;
+            let client = std::cell::RefCell::new(&mut async_driver.client);
+            group.bench_function(name, |b| {
+                b.to_async(runtime).iter_custom(|iters| {
+                    let (client, failure) = (&client, &failure);
+                    async move {
+                        let mut client = client.borrow_mut();
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            if failure.borrow().is_some() {
+                                break;
+                            }
+                            if let Err(err) = client.run(w, items).await {
+                                *failure.borrow_mut() = Some(err);
+                            }
+                        }
+                        start.elapsed()
+                    }
+                })
+            });
+        }
+    }
+    failure.into_inner()
+}
+
+/// Runs the cost pass for a driver and returns the row with costs filled in.
+fn with_cost_pass(
+    h: &mut Harness,
+    row: Row,
+    driver: &mut Driver,
+    w: &Workload,
+    items: &[(&[u8], &[u8])],
+    slow: bool,
+) -> Row {
+    // A client that is slow by design (~40 ms a round trip) gets 50 calls: 2 s, not 4 minutes.
+    let calls = if slow {
+        50
+    } else {
+        cost_pass_calls(&w.cell, h.settings.mode)
+    };
+    let outcome = costs::measure(
+        h.count_syscalls,
+        calls,
+        w.cell.ops_per_iteration(),
+        w.cell.is_request_response(),
+        |n, each| driver.run_n(w, items, n, each),
+    );
+    match outcome {
+        Ok(costs) => row.with_costs(&costs),
+        Err(err) => row.fail("failed", format!("cost pass: {err}")),
+    }
+}
+
+/// How a verified pair is timed.
+enum Timing {
+    /// In the cell's criterion group.
+    Criterion,
+    /// `calls` calls of the first `depth` items, each timed on its own (see [`choose_timing`]).
+    SingleShots {
+        calls: u64,
+        depth: usize,
+        why: String,
+    },
+}
+
+/// criterion unless one call is too long for it: a client without pipelining at depths of
+/// [`SINGLE_SHOT_DEPTH`] and more writes what fits in the mode's time budget, once; a call that
+/// took [`LONG_CALL`] or more in verification is repeated [`Mode::long_call_repeats`] times.
+fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Duration) -> Timing {
+    let cell = &w.cell;
+    if cell.op != Op::PipelineSet {
+        return Timing::Criterion;
+    }
+    if cell.pipeline >= SINGLE_SHOT_DEPTH && !spec.pipelines() {
+        let verified_items = verify::pipeline_depth(spec, w) as f64;
+        let per_item = verified_in.as_secs_f64() / verified_items;
+        let fits = (mode.single_shot_budget().as_secs_f64() / per_item.max(1e-9)) as usize;
+        let depth = if mode == Mode::Test {
+            verify::DEFAULT_LOOP_VERIFY_DEPTH
+        } else {
+            (fits / 1_000 * 1_000).clamp(1_000, cell.pipeline)
+        };
+        let why = if depth < cell.pipeline {
+            format!(
+                "single-shot: the first {depth} of {} items, in one call ({:?} budget; no \
+                 pipelining: one round trip per item at any depth)",
+                cell.pipeline,
+                mode.single_shot_budget()
+            )
+        } else {
+            format!("single-shot: one call of {depth} items (no pipelining)")
+        };
+        return Timing::SingleShots {
+            calls: 1,
+            depth,
+            why,
+        };
+    }
+    if verified_in >= LONG_CALL {
+        let calls = mode.long_call_repeats();
+        // A --test run has just run the whole call in verification; the timed path is
+        // exercised on the first items only.
+        let depth = if mode == Mode::Test {
+            cell.pipeline.min(verify::DEFAULT_LOOP_VERIFY_DEPTH)
+        } else {
+            cell.pipeline
+        };
+        return Timing::SingleShots {
+            calls,
+            depth,
+            why: format!(
+                "single-shot: {calls} call(s) of {depth} items, each timed (one took {:.1} s, \
+                 too long for criterion's 11)",
+                verified_in.as_secs_f64()
+            ),
+        };
+    }
+    Timing::Criterion
+}
+
+/// Times `calls` calls of `items` one by one; the costs are measured over the same calls.
+fn single_shots(
+    h: &Harness,
+    row: Row,
+    driver: &mut Driver,
+    w: &Workload,
+    items: &[(&[u8], &[u8])],
+    calls: u64,
+    why: &str,
+) -> Row {
+    let mut durations = Vec::new();
+    let outcome = costs::measure(
+        h.count_syscalls,
+        calls,
+        items.len() as u64,
+        false,
+        |n, each| {
+            driver.run_n(w, items, n, &mut |took| {
+                durations.push(took);
+                each(took)
+            })
+        },
+    );
+    match outcome {
+        Ok(costs) => {
+            let per_op = |d: Duration| d.as_nanos() as f64 / items.len() as f64;
+            let interval = Interval {
+                mean: per_op(costs.elapsed) / calls as f64,
+                lower: durations
+                    .iter()
+                    .copied()
+                    .map(per_op)
+                    .fold(f64::MAX, f64::min),
+                upper: durations.iter().copied().map(per_op).fold(0.0, f64::max),
+            };
+            row.with_wall(interval, why).with_costs(&costs)
+        }
+        Err(err) => row.fail("failed", format!("during timing: {err}")),
+    }
+}
+
+/// Brings a dead private server back before a cell that needs it (the cell before it may have
+/// lost it); an external server that stopped answering fails the cell instead.
+fn ensure_alive(h: &mut Harness, cell: &Cell) -> Result<()> {
+    let backend = cell.backend;
+    if h.servers.is_alive(backend) {
+        return Ok(());
+    }
+    if h.servers.is_external(backend) {
+        anyhow::bail!("the external {backend} server does not answer");
+    }
+    h.servers
+        .restart(backend)
+        .with_context(|| format!("restarting the private {backend} server"))?;
+    let note = format!("the private {backend} server had died; restarted before {cell}");
+    eprintln!("  {note}");
+    let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+    results.run.notes.push(note);
+    Ok(())
+}
+
+/// A pair's error, with the likely cause when the server is gone.
+fn pair_error(h: &Harness, cell: &Cell, what: &str, err: impl std::fmt::Display) -> String {
+    if h.servers.is_alive(cell.backend) {
+        format!("{what}: {err}")
+    } else {
+        format!(
+            "{what}: {err} (the {} server is no longer running)",
+            cell.backend
+        )
+    }
+}
+
+/// The test-only fault (`KVBENCH_FAULT_STOP_SERVER`): stops the cell's server after `client`'s
+/// verification, so its timing and every later pair of the cell meet a dead server.
+fn maybe_stop_server(h: &mut Harness, cell: &Cell, client: &str) {
+    let wanted = h.settings.stop_server_at.as_ref();
+    if wanted.is_some_and(|(c, name)| *c == cell.id() && name == client) {
+        eprintln!(
+            "  fault: stopping the {} server during {cell}",
+            cell.backend
+        );
+        if let Err(err) = h.servers.stop(cell.backend) {
+            eprintln!("  fault: could not stop the server: {err}");
+        }
+    }
+}
+
+/// Verifies and times one client in the cell.
+fn run_pair(
+    h: &mut Harness,
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    cell: &Cell,
+    spec: &ClientSpec,
+    (endpoint, reference): (&kvbench_core::Endpoint, &mut Reference),
+    w: &Workload,
+    items: &[(&[u8], &[u8])],
+) -> Row {
+    let row = Row::new(cell, spec.name, kind(spec));
+    if let (Some(reason), Op::PipelineSet) = (spec.slow_round_trip, cell.op) {
+        return row.fail(
+            "unsupported",
+            format!("not run: every round trip is slow by design ({reason})"),
+        );
+    }
+    let mut driver = match Driver::connect(spec, endpoint, &bench_options()) {
+        Ok(driver) => driver,
+        Err(err) => return row.fail("failed", pair_error(h, cell, "connect", err)),
+    };
+    let verified_in = match verify::verify(driver.client(), reference, spec, w) {
+        Ok(took) => took,
+        Err(Rejection::Refused(reason)) => {
+            return row.fail("unsupported", format!("refused before sending: {reason}"));
+        }
+        Err(Rejection::Failed(err)) => {
+            eprintln!("  {}: verification failed: {err}", spec.name);
+            return row.fail("failed", pair_error(h, cell, "verification", err));
+        }
+    };
+    maybe_stop_server(h, cell, spec.name);
+
+    let slow = spec.slow_round_trip.is_some();
+    match choose_timing(spec, w, h.settings.mode, verified_in) {
+        Timing::SingleShots { calls, depth, why } => {
+            single_shots(h, row, &mut driver, w, &items[..depth], calls, &why)
+        }
+        Timing::Criterion => {
+            if slow {
+                // ~40 ms a call: ten flat samples, not the hundreds of iterations of linear
+                // sampling (the group's settings apply to the functions registered after them).
+                group.sample_size(10).sampling_mode(SamplingMode::Flat);
+            }
+            let failure = time_driver(group, spec.name, &mut driver, w, items);
+            if slow {
+                configure_group(group, cell, h.settings.mode);
+            }
+            match failure {
+                Some(err) => row.fail("failed", pair_error(h, cell, "during timing", err)),
+                None if h.settings.mode == Mode::Test => {
+                    with_cost_pass(h, row, &mut driver, w, items, slow)
+                }
+                None => match h.wall(cell, spec.name) {
+                    Ok(interval) => with_cost_pass(
+                        h,
+                        row.with_wall(interval, "criterion"),
+                        &mut driver,
+                        w,
+                        items,
+                        slow,
+                    ),
+                    Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
+                },
+            }
+        }
+    }
+}
+
+/// The group's sampling: the run's sample size, or ten flat samples for deep pipelines.
+fn configure_group(group: &mut BenchmarkGroup<'_, WallTime>, cell: &Cell, mode: Mode) {
+    let (_, _, samples) = mode.timing();
+    if cell.pipeline >= SINGLE_SHOT_DEPTH {
+        group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    } else {
+        group.sample_size(samples).sampling_mode(SamplingMode::Auto);
+    }
+}
+
+/// One cell: verify and time every client, the floor, then redis-benchmark.
+fn run_cell(
+    h: &mut Harness,
+    criterion: &mut Criterion,
+    cell: &Cell,
+    specs: &[ClientSpec],
+) -> Result<()> {
+    let Some(endpoint) = h.servers.endpoint(cell.backend, cell.transport) else {
+        // An external server is reached over its URL's transport only.
+        for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
+            h.push(Row::new(cell, spec.name, kind(spec)).fail(
+                "unsupported",
+                format!(
+                    "the {} server given by URL is not reachable over {}",
+                    cell.backend, cell.transport
+                ),
+            ));
+        }
+        return h.save();
+    };
+    ensure_alive(h, cell)?;
+    let w = Workload::new(*cell, |key| h.servers.key(cell.backend, key));
+    let items = w.items();
+    let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
+    verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
+
+    let mut group = criterion.benchmark_group(cell.id());
+    // Throughput before any function is registered, or it applies to none.
+    group.throughput(match cell.op {
+        Op::PipelineSet => Throughput::Elements(cell.pipeline as u64),
+        _ if cell.value_size >= 1024 => Throughput::Bytes(cell.value_size as u64),
+        _ => Throughput::Elements(1),
+    });
+    configure_group(&mut group, cell, h.settings.mode);
+
+    for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
+        let started = Instant::now();
+        let mut row = run_pair(
+            h,
+            &mut group,
+            cell,
+            spec,
+            (&endpoint, &mut reference),
+            &w,
+            &items,
+        );
+        row.seconds = Some(started.elapsed().as_secs_f64());
+        h.push(row);
+    }
+
+    if cell.is_request_response() {
+        let started = Instant::now();
+        let mut row = floor_row(h, &mut group, cell, &w, &bench_options());
+        row.seconds = Some(started.elapsed().as_secs_f64());
+        h.push(row);
+    }
+    group.finish();
+
+    if cell.backend == Backend::Redis {
+        let started = Instant::now();
+        let mut row = if h.servers.is_external(Backend::Redis) {
+            Row::new(cell, baselines::REDIS_BENCHMARK, "baseline").fail(
+                "unsupported",
+                "redis-benchmark writes unprefixed keys: not run against an external server",
+            )
+        } else {
+            baselines::redis_benchmark(
+                cell,
+                &endpoint,
+                h.settings.placement.client_cpu,
+                h.settings.mode,
+                &mut |key, value| {
+                    match value {
+                        Some(value) => reference.set(key, value),
+                        None => reference.delete_many(&[key.to_vec()]),
+                    }
+                    .map_err(anyhow::Error::msg)
+                },
+            )
+        };
+        if row.status == "failed" {
+            let err = row.error.clone().unwrap_or_default();
+            row = row.fail("failed", pair_error(h, cell, "redis-benchmark", err));
+        }
+        row.seconds = Some(started.elapsed().as_secs_f64());
+        h.push(row);
+    }
+
+    // On someone else's server, leave nothing behind: the cell's key (every pipeline item uses
+    // it too) goes; verification already removed its own keys.
+    if h.servers.is_external(cell.backend) {
+        reference
+            .delete_many(std::slice::from_ref(&w.key))
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("removing {cell}'s key from the external server"))?;
+    }
+
+    let link = h.report_link(cell);
+    {
+        let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+        for row in results.rows.iter_mut().filter(|row| row.cell == cell.id()) {
+            row.criterion_report = link.clone();
+        }
+    }
+    h.save()
+}
+
+fn floor_row(
+    h: &mut Harness,
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    cell: &Cell,
+    w: &Workload,
+    options: &Options,
+) -> Row {
+    let client_name = LoopbackFloor::client_name(cell.backend, cell.transport);
+    let row = Row::new(cell, baselines::LOOPBACK_FLOOR, "baseline");
+    let Some(spec) = kvbench_clients::by_name(client_name) else {
+        return row.fail("failed", format!("no client named {client_name}"));
+    };
+    let floor =
+        match LoopbackFloor::start(w, cell.transport, h.settings.placement.server_cpu, &h.dir) {
+            Ok(floor) => floor,
+            Err(err) => return row.fail("failed", format!("starting the floor server: {err:#}")),
+        };
+    let row = match Driver::connect(&spec, &floor.endpoint, options) {
+        Err(err) => row.fail("failed", format!("connect: {err}")),
+        Ok(mut driver) => {
+            let name = baselines::LOOPBACK_FLOOR;
+            let row = match time_driver(group, name, &mut driver, w, &[]) {
+                Some(err) => row.fail("failed", format!("during timing: {err}")),
+                None if h.settings.mode == Mode::Test => {
+                    with_cost_pass(h, row, &mut driver, w, &[], false)
+                }
+                None => match h.wall(cell, name) {
+                    Ok(interval) => {
+                        let row = row.with_wall(
+                            interval,
+                            &format!("criterion ({client_name} against a canned reply)"),
+                        );
+                        with_cost_pass(h, row, &mut driver, w, &[], false)
+                    }
+                    Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
+                },
+            };
+            drop(driver);
+            row
+        }
+    };
+    floor.join();
+    row
+}
+
+fn server_record(servers: &Servers, backend: Backend) -> ServerRecord {
+    let info = servers.info(backend);
+    let config = match &info.url {
+        Some(url) => url.clone(),
+        None => info
+            .processes
+            .iter()
+            .map(|p| p.command_line())
+            .collect::<Vec<_>>()
+            .join(" ; "),
+    };
+    ServerRecord {
+        version: info.version.clone(),
+        config,
+        external: info.external,
+    }
+}
+
+fn run_id(settings: &Settings) -> String {
+    settings.run_id.clone().unwrap_or_else(|| {
+        let stamp = results::now_utc().replace(':', "-");
+        format!("{stamp}-{}", settings.mode.as_str())
+    })
+}
+
+/// Runs the matrix as configured by the environment and criterion's arguments; the exit code
+/// fails when any pair failed.
+pub fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    // criterion runs every benchmark once, as a test, when given `--test` or when started
+    // without `--bench` (as `cargo test --bench matrix` does): a smoke run.
+    let args: Vec<String> = std::env::args().collect();
+    let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    let settings = Settings::from_env(test_flag)?;
+    let placement = settings.placement;
+    if let Some(cpu) = placement.client_cpu {
+        kvbench_servers::pin_current_thread(cpu)
+            .with_context(|| format!("pinning the bench to CPU {cpu}"))?;
+    }
+    let servers = Servers::start(&StartOptions {
+        redis_cpu: placement.server_cpu,
+        memcached_cpu: placement.server_cpu,
+        ..StartOptions::default()
+    })?;
+
+    let id = run_id(&settings);
+    let reports = results::reports_dir();
+    let dir = reports.join(&id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (warm_up, measurement, samples) = settings.mode.timing();
+    let mut notes = Vec::new();
+    if let Some((cell, client)) = &settings.stop_server_at {
+        notes.push(format!(
+            "fault test: the server is stopped during {cell}, after {client}'s verification"
+        ));
+    }
+    costs::start_closer();
+    let count_syscalls = match SyscallCounter::open() {
+        Ok(_) => true,
+        Err(reason) => {
+            notes.push(format!("syscalls_per_op missing: {reason}"));
+            false
+        }
+    };
+    let run = Run {
+        id: id.clone(),
+        started_at: results::now_utc(),
+        finished_at: None,
+        git_sha: results::git_sha(),
+        mode: settings.mode.as_str().into(),
+        rustc: results::rustc_version(),
+        kernel: results::kernel(),
+        cpu_model: results::cpu_model(),
+        cores: results::online_cpus(),
+        placement: PlacementRecord {
+            mode: placement.mode_str().into(),
+            server_cpu: placement.server_cpu,
+            client_cpu: placement.client_cpu,
+        },
+        servers: ServersRecord {
+            redis: server_record(&servers, Backend::Redis),
+            memcached: server_record(&servers, Backend::Memcached),
+        },
+        duration_s: 0.0,
+        criterion_args: format!(
+            "warm_up={warm_up:?} measurement={measurement:?} sample_size={samples}; 10 flat \
+             samples for pipelines >= {SINGLE_SHOT_DEPTH} and clients slow by design; single \
+             shots instead of criterion for clients without pipelining at depths >= \
+             {SINGLE_SHOT_DEPTH} ({:?} budget) and for calls >= {LONG_CALL:?} ({} each)",
+            settings.mode.single_shot_budget(),
+            settings.mode.long_call_repeats(),
+        ),
+        filters: format!(
+            "CLIENTS={} CELLS={}{}",
+            settings.clients.join(","),
+            settings.cells.join(","),
+            if settings.quick_cells && settings.mode == Mode::Test {
+                " (quick cells)"
+            } else {
+                ""
+            }
+        ),
+        notes,
+    };
+    let results = Arc::new(Mutex::new(Results {
+        run,
+        rows: Vec::new(),
+    }));
+    {
+        // Ctrl-C: the servers crate stops the servers; this keeps what was measured so far.
+        let (results, dir) = (Arc::clone(&results), dir.clone());
+        kvbench_servers::on_interrupt(move || {
+            if let Ok(results) = results.lock() {
+                let _ = results::write(&dir, &results);
+                eprintln!(
+                    "interrupted: partial results in {}",
+                    dir.join("results.json").display()
+                );
+            }
+        })?;
+    }
+
+    let mut criterion = Criterion::default()
+        .warm_up_time(warm_up)
+        .measurement_time(measurement)
+        .sample_size(samples)
+        .output_directory(&dir.join("criterion"))
+        .configure_from_args();
+    let specs: Vec<ClientSpec> = kvbench_clients::all()
+        .into_iter()
+        .filter(|s| settings.wants_client(s.name))
+        .collect();
+    let cells = settings.cells();
+    eprintln!(
+        "kvbench: {} cells, {} clients, mode {}, placement {} (servers on CPU {:?}, bench on CPU {:?}), results in {}",
+        cells.len(),
+        specs.len(),
+        settings.mode.as_str(),
+        placement.mode_str(),
+        placement.server_cpu,
+        placement.client_cpu,
+        dir.display()
+    );
+
+    let mut h = Harness {
+        settings,
+        servers,
+        dir: dir.clone(),
+        results,
+        count_syscalls,
+        started: Instant::now(),
+    };
+    for (i, cell) in cells.iter().enumerate() {
+        let elapsed = h.started.elapsed();
+        let eta = if i == 0 {
+            String::from("?")
+        } else {
+            format!("{:.0?}", elapsed / i as u32 * (cells.len() - i) as u32)
+        };
+        eprintln!(
+            "[{}/{}] {cell}  (elapsed {:.0?}, about {eta} left)",
+            i + 1,
+            cells.len(),
+            Duration::from_secs(elapsed.as_secs())
+        );
+        if let Err(err) = run_cell(&mut h, &mut criterion, cell, &specs) {
+            eprintln!("  cell {cell} failed: {err:#}");
+            for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
+                h.push(
+                    Row::new(cell, spec.name, kind(spec))
+                        .fail("failed", format!("cell setup: {err:#}")),
+                );
+            }
+            h.save()?;
+        }
+    }
+    criterion.final_summary();
+
+    {
+        let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+        results.run.finished_at = Some(results::now_utc());
+    }
+    h.save()?;
+    results::update_latest(&reports, &id)?;
+    match kvbench_report::render_run(&h.dir) {
+        Ok(()) => eprintln!("kvbench: report in {}", h.dir.join("index.html").display()),
+        Err(err) => eprintln!("kvbench: the report could not be rendered: {err}"),
+    }
+    let failed = {
+        let results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+        results
+            .rows
+            .iter()
+            .filter(|row| row.status == "failed")
+            .map(|row| {
+                format!(
+                    "{} {}: {}",
+                    row.cell,
+                    row.client,
+                    row.error.clone().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    eprintln!(
+        "kvbench: results in {}",
+        Path::new(&h.dir).join("results.json").display()
+    );
+    drop(h);
+    if !failed.is_empty() {
+        anyhow::bail!("{} pairs failed:\n{}", failed.len(), failed.join("\n"));
+    }
+    Ok(())
+}
