@@ -29,8 +29,9 @@
 //! # Cost model
 //!
 //! One reused write buffer: each command is encoded into it and sent with one `write_all`. One
-//! reused read buffer: a reply line is parsed in place, and a value's data is copied (or, what did
-//! not arrive with its header, read straight from the socket) into a `Vec` of the announced size.
+//! reused read buffer (a [`ReadBuffer`] from `kvbench-core`, the one the Redis clients use too): a
+//! reply line is parsed in place, and a value's data is copied (or, what did not arrive with its
+//! header, read straight from the socket) into a `Vec` of the announced size.
 //! So a small `get` hit costs one write, one read and one allocation (the returned `Vec`); a miss
 //! allocates nothing.
 //!
@@ -68,7 +69,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReplyDeadline, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
 
 use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER};
@@ -149,28 +150,10 @@ pub struct TextClient<S> {
     stream: S,
     /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
     wbuf: Vec<u8>,
-    /// Received bytes; `rbuf[start..end]` are not yet consumed.
-    rbuf: Box<[u8]>,
-    start: usize,
-    end: usize,
+    /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
+    input: ReadBuffer,
     /// Set by the first error that leaves the stream out of sync; the connection is not reused.
     broken: Option<String>,
-    /// Bounds the time one whole reply may take to arrive.
-    clock: ReplyDeadline,
-}
-
-/// A stream whose every `read` first checks the reply clock, so that `take` + `read_to_end` can
-/// read a large value without escaping the whole-reply timeout.
-struct Clocked<'a, S> {
-    stream: &'a mut S,
-    clock: &'a mut ReplyDeadline,
-}
-
-impl<S: Read> Read for Clocked<'_, S> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.clock.check()?;
-        self.stream.read(buf)
-    }
 }
 
 impl<S: Read + Write> TextClient<S> {
@@ -179,11 +162,8 @@ impl<S: Read + Write> TextClient<S> {
         TextClient {
             stream,
             wbuf: Vec::with_capacity(1024),
-            rbuf: vec![0; READ_BUF_LEN].into_boxed_slice(),
-            start: 0,
-            end: 0,
+            input: ReadBuffer::new(READ_BUF_LEN),
             broken: None,
-            clock: ReplyDeadline::default(),
         }
     }
 
@@ -191,7 +171,7 @@ impl<S: Read + Write> TextClient<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.clock.set_limit(limit);
+        self.input.set_reply_timeout(limit);
     }
 
     /// The underlying stream, for socket options or for counting what the client did.
@@ -261,9 +241,9 @@ impl<S: Read + Write> TextClient<S> {
     /// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since
     /// keys and lengths are checked before sending, neither should happen.
     fn read_line(&mut self, key: &[u8]) -> Result<Reply> {
-        self.clock.start();
+        self.input.start_reply();
         loop {
-            let pending = &self.rbuf[self.start..self.end];
+            let pending = self.input.pending();
             if let Some((reply, len)) = reply::parse_line(pending)? {
                 let text = |msg: Range<usize>| pending[msg].escape_ascii().to_string();
                 let result = match reply {
@@ -277,59 +257,22 @@ impl<S: Read + Write> TextClient<S> {
                     }
                     other => Ok(other),
                 };
-                self.start += len;
+                self.input.consume(len);
                 return result;
             }
-            self.fill()?;
+            self.input.fill(&mut self.stream)?;
         }
     }
 
     /// `<data>\r\nEND\r\n` after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`]
     /// by the decoder): the data is found by its count and goes into a `Vec` of exactly that size.
     fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
-        let mut value = Vec::with_capacity(len);
-        let buffered = len.min(self.end - self.start);
-        value.extend_from_slice(&self.rbuf[self.start..self.start + buffered]);
-        self.start += buffered;
-        // The rest goes from the socket straight into the Vec's spare capacity: `take` +
-        // `read_to_end` need no zero-filling first, and make no call at all when nothing is left.
-        let mut stream = Clocked {
-            stream: &mut self.stream,
-            clock: &mut self.clock,
-        };
-        (&mut stream)
-            .take((len - buffered) as u64)
-            .read_to_end(&mut value)?;
-        if value.len() != len {
-            return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+        let value = self.input.take_value(&mut self.stream, len)?;
+        while !reply::trailer_complete(self.input.pending())? {
+            self.input.fill(&mut self.stream)?;
         }
-        while !reply::trailer_complete(&self.rbuf[self.start..self.end])? {
-            self.fill()?;
-        }
-        self.start += VALUE_TRAILER.len();
+        self.input.consume(VALUE_TRAILER.len());
         Ok(value)
-    }
-
-    /// One `read` into the free end of `rbuf`, first moving unconsumed bytes to the front if full.
-    fn fill(&mut self) -> Result<()> {
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        } else if self.end == self.rbuf.len() {
-            self.rbuf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        self.clock.check()?;
-        loop {
-            match self.stream.read(&mut self.rbuf[self.end..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
     }
 
     /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
