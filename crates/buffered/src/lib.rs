@@ -48,12 +48,12 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
-use kvbench_raw_tcp::{Head, RespReader};
+use kvbench_raw_tcp::{Head, read_bulk, read_head};
 use kvbench_resp::Header;
 
-/// Size of the reused read buffer: `raw-tcp`'s, since replies are read by its [`RespReader`].
+/// Size of the reused [`ReadBuffer`]: `raw-tcp`'s, since replies are read by its [`read_head`].
 pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
 
 /// [`Client::set_many`] writes commands in chunks of at least this many bytes (one `write` each;
@@ -88,7 +88,7 @@ impl Duplex for UnixStream {
 /// first one's message kept, so the batch fails only once every reply is drained. The pipelined
 /// path lends `input` to the reader thread.
 fn count_statuses(
-    input: &mut RespReader,
+    input: &mut ReadBuffer,
     stream: &mut impl Read,
     count: usize,
 ) -> Result<Option<String>> {
@@ -144,8 +144,8 @@ pub struct BufferedConnection<S> {
     stream: S,
     /// The buffered writer: reused for every command and every chunk.
     output: Vec<u8>,
-    /// The buffered reader, `raw-tcp`'s: reused for every reply.
-    input: RespReader,
+    /// The buffered reader, parsed by `raw-tcp`'s functions: reused for every reply.
+    input: ReadBuffer,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
 }
@@ -160,7 +160,7 @@ where
         BufferedConnection {
             stream,
             output: Vec::with_capacity(CHUNK_LEN + 1024),
-            input: RespReader::new(),
+            input: ReadBuffer::new(READ_BUF_LEN),
             broken: false,
         }
     }
@@ -203,7 +203,7 @@ where
         kvbench_resp::encode_command(&mut self.output, args);
         let mut stream = &self.stream;
         let result = match stream.write_all(&self.output) {
-            Ok(()) => self.input.read_head(&mut stream),
+            Ok(()) => read_head(&mut self.input, &mut stream),
             Err(err) => Err(err.into()),
         };
         self.note(result)
@@ -279,7 +279,7 @@ fn write_chunks<W: Write>(
 /// batch's server error, if any; `Err` if either side failed.
 fn pipeline<S>(
     stream: &S,
-    input: &mut RespReader,
+    input: &mut ReadBuffer,
     output: &mut Vec<u8>,
     items: &[(&[u8], &[u8])],
     done: usize,
@@ -330,7 +330,7 @@ where
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
                 let mut stream = &self.stream;
-                let value = self.input.read_bulk(&mut stream, len);
+                let value = read_bulk(&mut self.input, &mut stream, len);
                 self.note(value).map(Some)
             }
             other => Err(self.unexpected(other, "a bulk reply")),
@@ -474,7 +474,7 @@ mod tests {
     fn counts_replies_split_at_every_offset() {
         let replies = b"+OK\r\n+OK\r\n-ERR one\r\n+QUEUED\r\n-ERR two\r\n+OK\r\n";
         for step in 1..=replies.len() {
-            let mut input = RespReader::new();
+            let mut input = ReadBuffer::new(READ_BUF_LEN);
             let mut drip = Drip {
                 bytes: replies,
                 step,
@@ -490,7 +490,7 @@ mod tests {
 
     #[test]
     fn one_error_is_reported_as_is() {
-        let mut input = RespReader::new();
+        let mut input = ReadBuffer::new(READ_BUF_LEN);
         let mut drip = Drip {
             bytes: b"+OK\r\n-OOM no memory\r\n",
             step: 64,
@@ -508,7 +508,7 @@ mod tests {
             b"+OK\r\n$-1\r\n",
             b"+OK\r\n!oops\r\n",
         ] {
-            let mut input = RespReader::new();
+            let mut input = ReadBuffer::new(READ_BUF_LEN);
             let err = count_statuses(
                 &mut input,
                 &mut Drip {
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn missing_replies_are_an_eof_error() {
-        let mut input = RespReader::new();
+        let mut input = ReadBuffer::new(READ_BUF_LEN);
         let err = count_statuses(
             &mut input,
             &mut Drip {

@@ -14,10 +14,13 @@
 //! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
 //! "the server said no" from "the client misread the reply".
 //!
-//! Two small pieces of plumbing live here because every hand-written client needs them the same
-//! way: [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) and the socket
+//! A little plumbing lives here because every hand-written client needs it the same way:
+//! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol),
+//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) and the socket
 //! set-up of [`connect_tcp_stream`] and [`connect_unix_stream`].
 #![deny(missing_docs)]
+
+mod read_buffer;
 
 use std::fmt;
 use std::io;
@@ -25,6 +28,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub use crate::read_buffer::ReadBuffer;
 
 /// The server a client speaks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -217,10 +222,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// A socket's read timeout (`SO_RCVTIMEO`, [`Options::read_timeout`]) bounds each `read`, so it
 /// only notices a server that goes silent: a server dripping one byte every 100 ms satisfies
-/// every read and could hold a call for as long as it liked. This bounds the whole reply. A
-/// hand-written client calls [`start`](Self::start) when it begins waiting for a reply and
-/// [`check`](Self::check) before every read of it; a reply still incomplete after the limit fails
-/// at the next read, so within twice the limit at worst.
+/// every read and could hold a call for as long as it liked. This bounds the whole reply:
+/// [`start`](Self::start) when waiting for a reply begins, [`check`](Self::check) before every
+/// read of it ([`ReadBuffer`] does both for its owner); a reply still incomplete after the limit
+/// fails at the next read, so within twice the limit at worst.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReplyDeadline {
     limit: Option<Duration>,

@@ -23,8 +23,8 @@
 //! [`Error::InvalidInput`] before a byte is written. That refusal is the point of the crate: sent
 //! as it is, the key `a\r\nFLUSHALL` would be two commands, and the second would empty the
 //! database — command injection, exactly as with SQL built by string concatenation. Replies are
-//! ordinary RESP and are read by `raw-tcp`'s own reader ([`RespReader`]). [`Client::set_many`] is the contract's
-//! default loop: one round trip per item.
+//! ordinary RESP and are read by `raw-tcp`'s own reader ([`read_head`], [`read_bulk`]).
+//! [`Client::set_many`] is the contract's default loop: one round trip per item.
 //!
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
@@ -44,16 +44,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, ReadBuffer, Result,
+    Transport,
 };
-use kvbench_raw_tcp::{Head, RespReader};
+use kvbench_raw_tcp::{Head, read_bulk, read_head};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
 /// A server that has buffered more than this without finding a line end replies
 /// `-ERR Protocol error: too big inline request` and closes the connection.
 pub const INLINE_MAX_LEN: usize = 64 * 1024;
 
-/// Size of the reused read buffer: `raw-tcp`'s, since replies are read by its [`RespReader`].
+/// Size of the reused [`ReadBuffer`]: `raw-tcp`'s, since replies are read by its [`read_head`].
 pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
 
 /// Why `byte` cannot appear in an inline argument, or `None` if it can.
@@ -123,7 +124,7 @@ pub struct InlineConnection<S> {
     /// Reused for every command.
     write_buf: Vec<u8>,
     /// Reads replies exactly as `raw-tcp` does; also bounds the time one whole reply may take.
-    reader: RespReader,
+    reader: ReadBuffer,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
 }
@@ -134,7 +135,7 @@ impl<S: Read + Write> InlineConnection<S> {
         InlineConnection {
             stream,
             write_buf: Vec::with_capacity(256),
-            reader: RespReader::new(),
+            reader: ReadBuffer::new(READ_BUF_LEN),
             broken: false,
         }
     }
@@ -164,7 +165,7 @@ impl<S: Read + Write> InlineConnection<S> {
         encode_inline(&mut self.write_buf, args)?;
         self.reader.start_reply();
         let result = match self.stream.write_all(&self.write_buf) {
-            Ok(()) => self.reader.read_head(&mut self.stream),
+            Ok(()) => read_head(&mut self.reader, &mut self.stream),
             Err(err) => Err(err.into()),
         };
         if let Err(err) = &result {
@@ -195,7 +196,7 @@ impl<S: Read + Write + Send> Client for InlineConnection<S> {
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
                 // <data>\r\n — replies are RESP: the value is read by its length, whatever it holds.
-                let value = self.reader.read_bulk(&mut self.stream, len);
+                let value = read_bulk(&mut self.reader, &mut self.stream, len);
                 if value.is_err() {
                     self.broken = true;
                 }

@@ -11,7 +11,8 @@
 //!   `\r\nEND\r\n` included. The count comes from the peer, so it is capped
 //!   ([`reply::MAX_VALUE_LEN`]) before anything is allocated; lines are capped too
 //!   ([`reply::MAX_LINE_LEN`]). The reader is sans-I/O ([`reply::decode`]): bytes in, "a reply of
-//!   n bytes" or "need more" out, tested on byte literals.
+//!   n bytes" or "need more" out, tested on byte literals. The client reads a reply line with
+//!   [`reply::parse_line`], then a value's data by its count and the trailer after it.
 //! - **Why keys are restricted.** A key is a field on a command line, so it cannot hold a space
 //!   (it would become the next field; `get a b` is a two-key get) or a CR/LF (it would end the
 //!   line and start another command: the key `a\r\nflush_all` would empty the cache). memcached
@@ -28,9 +29,11 @@
 //! # Cost model
 //!
 //! One reused write buffer: each command is encoded into it and sent with one `write_all`. One
-//! reused read buffer: a small `get` hit costs one write, one read and one allocation (the
-//! returned `Vec`); a miss allocates nothing. A value too large for the read buffer is read
-//! straight into a `Vec` of the announced size.
+//! reused read buffer (a [`ReadBuffer`] from `kvbench-core`, the one the Redis clients use too): a
+//! reply line is parsed in place, and a value's data is copied (or, what did not arrive with its
+//! header, read straight from the socket) into a `Vec` of the announced size.
+//! So a small `get` hit costs one write, one read and one allocation (the returned `Vec`); a miss
+//! allocates nothing.
 //!
 //! # What it gives up
 //!
@@ -66,7 +69,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReplyDeadline, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
 
 use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER};
@@ -74,8 +77,9 @@ use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER
 /// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
 pub const MAX_KEY_LEN: usize = 250;
 
-/// Read buffer size. Replies up to this size are decoded in place; a value that cannot fit is read
-/// into its own `Vec`. 64 KiB also lets one read pick up ~8,000 `STORED` replies in a pipeline.
+/// Read buffer size. Reply lines are parsed in place; a value's data is copied out of it into its
+/// own `Vec`, and what of a value has not arrived yet is read straight into that `Vec`. 64 KiB
+/// also lets one read pick up ~8,000 `STORED` replies in a pipeline.
 pub const READ_BUF_LEN: usize = 64 * 1024;
 // A whole reply line must fit in the buffer, or `fill` could find it full and still need more.
 const _: () = assert!(READ_BUF_LEN > MAX_LINE_LEN);
@@ -129,16 +133,14 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
 
 /// Connects over TCP with `TCP_NODELAY` (a command is one write; nothing is gained by waiting).
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextClient<TcpStream>> {
-    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
-    let mut client = TextClient::new(stream);
+    let mut client = TextClient::new(kvbench_core::connect_tcp_stream(addr, options, true)?);
     client.set_reply_timeout(Some(options.read_timeout));
     Ok(client)
 }
 
 /// Connects over a Unix socket (no connect timeout: see the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStream>> {
-    let stream = kvbench_core::connect_unix_stream(path, options)?;
-    let mut client = TextClient::new(stream);
+    let mut client = TextClient::new(kvbench_core::connect_unix_stream(path, options)?);
     client.set_reply_timeout(Some(options.read_timeout));
     Ok(client)
 }
@@ -148,50 +150,20 @@ pub struct TextClient<S> {
     stream: S,
     /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
     wbuf: Vec<u8>,
-    /// Received bytes; `rbuf[start..end]` are not yet decoded.
-    rbuf: Box<[u8]>,
-    start: usize,
-    end: usize,
+    /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
+    input: ReadBuffer,
     /// Set by the first error that leaves the stream out of sync; the connection is not reused.
     broken: Option<String>,
-    /// Bounds the time one whole reply may take to arrive.
-    clock: ReplyDeadline,
-}
-
-/// A stream whose every `read` first checks the reply clock, so that `take` and `read_exact` can
-/// read a large value without escaping the whole-reply timeout.
-struct Clocked<'a, S> {
-    stream: &'a mut S,
-    clock: &'a mut ReplyDeadline,
-}
-
-impl<S: Read> Read for Clocked<'_, S> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.clock.check()?;
-        self.stream.read(buf)
-    }
-}
-
-/// A reply once its bytes are in.
-enum Incoming {
-    /// Decoded in the read buffer; its ranges index `rbuf`, valid until the next read.
-    Buffered(Reply),
-    /// A value too large for the read buffer, read straight into its own `Vec`.
-    Large(Vec<u8>),
 }
 
 impl<S: Read + Write> TextClient<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
     pub fn new(stream: S) -> Self {
-        let rbuf = vec![0; READ_BUF_LEN].into_boxed_slice();
         TextClient {
             stream,
             wbuf: Vec::with_capacity(1024),
-            rbuf,
-            start: 0,
-            end: 0,
+            input: ReadBuffer::new(READ_BUF_LEN),
             broken: None,
-            clock: ReplyDeadline::default(),
         }
     }
 
@@ -199,7 +171,7 @@ impl<S: Read + Write> TextClient<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.clock.set_limit(limit);
+        self.input.set_reply_timeout(limit);
     }
 
     /// The underlying stream, for socket options or for counting what the client did.
@@ -251,113 +223,63 @@ impl<S: Read + Write> TextClient<S> {
         Ok(())
     }
 
-    /// Reads until one reply is complete. `key` is the command's key: a VALUE for any other key
-    /// means replies and commands no longer line up.
-    fn read_reply(&mut self, key: &[u8]) -> Result<Incoming> {
-        self.clock.start();
-        loop {
-            let window = &self.rbuf[self.start..self.end];
-            if let Some((reply, len)) = reply::decode(window)? {
-                let reply = reply.offset(self.start);
-                self.start += len;
-                if self.start == self.end {
-                    (self.start, self.end) = (0, 0);
-                }
-                if let Reply::Value { key: echoed, .. } = &reply {
-                    check_echo(key, &self.rbuf[echoed.clone()])?;
-                }
-                return Ok(Incoming::Buffered(reply));
-            }
-            // Incomplete. If it is a VALUE that can never fit in rbuf, stop buffering.
-            let header = reply::parse_line(window)?;
-            if let Some((
-                Reply::Value {
-                    key: echoed, data, ..
-                },
-                _,
-            )) = header
-                && data.end + VALUE_TRAILER.len() > self.rbuf.len()
-            {
-                check_echo(key, &window[echoed])?;
-                return self.read_large(data).map(Incoming::Large);
-            }
-            self.fill()?;
-        }
+    /// Sends a one-line command about `key` and reads the reply line.
+    fn command(&mut self, key: &[u8], line: &[&[u8]]) -> Result<Reply> {
+        self.encode(line);
+        self.send()?;
+        self.read_line(key)
     }
 
-    /// Reads a value that cannot fit in `rbuf` into a `Vec` of exactly the announced size (capped
-    /// at [`MAX_VALUE_LEN`] by the decoder). `data` is relative to `rbuf[start..]`.
-    fn read_large(&mut self, data: Range<usize>) -> Result<Vec<u8>> {
-        let mut value = Vec::with_capacity(data.len());
-        let buffered = &self.rbuf[self.start + data.start..self.end];
-        let in_data = buffered.len().min(data.len());
-        value.extend_from_slice(&buffered[..in_data]);
-        // The whole reply does not fit in rbuf, so at most part of the trailer is buffered.
-        let mut trailer = [0u8; VALUE_TRAILER.len()];
-        let in_trailer = buffered.len() - in_data;
-        trailer[..in_trailer].copy_from_slice(&buffered[in_data..]);
-        (self.start, self.end) = (0, 0);
-        // `take` + `read_to_end` reads into the Vec's spare capacity: no zero-filling first.
-        let rest = (data.len() - in_data) as u64;
-        let mut stream = Clocked {
-            stream: &mut self.stream,
-            clock: &mut self.clock,
-        };
-        (&mut stream).take(rest).read_to_end(&mut value)?;
-        if value.len() != data.len() {
-            return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
-        }
-        stream.read_exact(&mut trailer[in_trailer..])?;
-        if trailer != VALUE_TRAILER {
-            return Err(ReplyError::MissingEnd.into());
-        }
-        Ok(value)
-    }
-
-    /// One `read` into the free end of `rbuf`, first moving undecoded bytes to the front if full.
-    fn fill(&mut self) -> Result<()> {
-        if self.end == self.rbuf.len() {
-            self.rbuf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        self.clock.check()?;
-        loop {
-            match self.stream.read(&mut self.rbuf[self.end..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-    }
-
-    /// The error a reply stands for when it is not the expected one.
+    /// Reads one reply line. A VALUE line is consumed but its data is left for
+    /// [`read_value`](Self::read_value); it must echo `key`, the command's key, or replies and
+    /// commands no longer line up.
     ///
-    /// `SERVER_ERROR` (and `NOT_STORED`) mean the server parsed the command and read its data
-    /// block: the stream is in sync, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did
-    /// not parse our command line, and for a `set` it then reads the data block as a command
-    /// (memcached 1.6 answers `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so
-    /// [`Error::Protocol`]. Since keys and lengths are checked before sending, neither should
-    /// happen. Any other reply belongs to another command.
-    fn unexpected(&self, incoming: Incoming, command: &str) -> Error {
-        let text = |range: Range<usize>| self.rbuf[range].escape_ascii().to_string();
-        match incoming {
-            Incoming::Buffered(Reply::ServerError(msg)) => Error::Server(text(msg)),
-            Incoming::Buffered(Reply::NotStored) => Error::Server("NOT_STORED".into()),
-            Incoming::Buffered(Reply::ClientError(msg)) => Error::Protocol(text(msg)),
-            Incoming::Buffered(other) => Error::Protocol(format!("{other:?} answers {command}")),
-            Incoming::Large(_) => Error::Protocol(format!("VALUE answers {command}")),
+    /// Error replies become errors here, whatever the command. `SERVER_ERROR` (and `NOT_STORED`)
+    /// mean the server parsed the command and read its data block: the stream is in sync, so
+    /// [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command line, and
+    /// for a `set` it then reads the data block as a command (memcached 1.6 answers
+    /// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since
+    /// keys and lengths are checked before sending, neither should happen.
+    fn read_line(&mut self, key: &[u8]) -> Result<Reply> {
+        self.input.start_reply();
+        loop {
+            let pending = self.input.pending();
+            if let Some((reply, len)) = reply::parse_line(pending)? {
+                let text = |msg: Range<usize>| pending[msg].escape_ascii().to_string();
+                let result = match reply {
+                    Reply::ServerError(msg) => Err(Error::Server(text(msg))),
+                    Reply::NotStored => Err(Error::Server("NOT_STORED".into())),
+                    Reply::ClientError(msg) => Err(Error::Protocol(text(msg))),
+                    Reply::Value { key: echoed, .. } if pending[echoed.clone()] != *key => {
+                        let (echoed, key) = (text(echoed), key.escape_ascii());
+                        let msg = format!("VALUE {echoed} answers a command for {key}");
+                        Err(Error::Protocol(msg))
+                    }
+                    other => Ok(other),
+                };
+                self.input.consume(len);
+                return result;
+            }
+            self.input.fill(&mut self.stream)?;
         }
+    }
+
+    /// `<data>\r\nEND\r\n` after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`]
+    /// by the decoder): the data is found by its count and goes into a `Vec` of exactly that size.
+    fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
+        let value = self.input.take_value(&mut self.stream, len)?;
+        while !reply::trailer_complete(self.input.pending())? {
+            self.input.fill(&mut self.stream)?;
+        }
+        self.input.consume(VALUE_TRAILER.len());
+        Ok(value)
     }
 
     /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
     fn read_stored(&mut self, key: &[u8]) -> Result<()> {
-        match self.read_reply(key)? {
-            Incoming::Buffered(Reply::Stored) => Ok(()),
-            other => Err(self.unexpected(other, "set")),
+        match self.read_line(key)? {
+            Reply::Stored => Ok(()),
+            other => Err(unexpected(&other, "set")),
         }
     }
 
@@ -388,44 +310,36 @@ impl<S: Read + Write> TextClient<S> {
                 continue;
             }
             self.send()?;
-            for (key, _) in &items[unread..sent] {
-                self.drain_one(key, &mut first_error)?;
-            }
+            self.drain(&items[unread..sent], &mut first_error)?;
             (unread, sent) = (sent, i + 1);
             if first_error.is_some() {
                 break;
             }
         }
-        for (key, _) in &items[unread..sent] {
-            self.drain_one(key, &mut first_error)?;
-        }
+        self.drain(&items[unread..sent], &mut first_error)?;
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Reads one `set` reply, keeping the first in-sync error for later; out-of-sync ones return.
-    fn drain_one(&mut self, key: &[u8], first_error: &mut Option<Error>) -> Result<()> {
-        match self.read_stored(key) {
-            Err(err) if !err.breaks_connection() => {
-                first_error.get_or_insert(err);
-                Ok(())
+    /// Reads the `set` replies owed for `items`, keeping the first in-sync error for later;
+    /// an out-of-sync one returns at once.
+    fn drain(&mut self, items: &[(&[u8], &[u8])], first_error: &mut Option<Error>) -> Result<()> {
+        for (key, _) in items {
+            match self.read_stored(key) {
+                Err(err) if !err.breaks_connection() => _ = first_error.get_or_insert(err),
+                other => other?,
             }
-            other => other,
         }
+        Ok(())
     }
 }
 
 impl<S: Read + Write + Send> Client for TextClient<S> {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        self.exchange(|c| {
-            c.encode(&[b"get ", key, b"\r\n"]);
-            c.send()?;
-            match c.read_reply(key)? {
-                Incoming::Buffered(Reply::Value { data, .. }) => Ok(Some(c.rbuf[data].to_vec())),
-                Incoming::Buffered(Reply::End) => Ok(None),
-                Incoming::Large(value) => Ok(Some(value)),
-                other => Err(c.unexpected(other, "get")),
-            }
+        self.exchange(|c| match c.command(key, &[b"get ", key, b"\r\n"])? {
+            Reply::Value { data, .. } => c.read_value(data.len()).map(Some),
+            Reply::End => Ok(None),
+            other => Err(unexpected(&other, "get")),
         })
     }
 
@@ -439,14 +353,10 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
-        self.exchange(|c| {
-            c.encode(&[b"delete ", key, b"\r\n"]);
-            c.send()?;
-            match c.read_reply(key)? {
-                Incoming::Buffered(Reply::Deleted) => Ok(true),
-                Incoming::Buffered(Reply::NotFound) => Ok(false),
-                other => Err(c.unexpected(other, "delete")),
-            }
+        self.exchange(|c| match c.command(key, &[b"delete ", key, b"\r\n"])? {
+            Reply::Deleted => Ok(true),
+            Reply::NotFound => Ok(false),
+            other => Err(unexpected(&other, "delete")),
         })
     }
 
@@ -459,6 +369,11 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         }
         self.exchange(|c| c.pipeline(items))
     }
+}
+
+/// A well-formed reply that belongs to another command: replies and commands no longer line up.
+fn unexpected(reply: &Reply, command: &str) -> Error {
+    Error::Protocol(format!("{reply:?} answers {command}"))
 }
 
 /// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.
@@ -501,17 +416,6 @@ fn exptime(ttl_secs: u32) -> Result<u64> {
             Ok(now.as_secs() + u64::from(ttl_secs))
         }
     }
-}
-
-/// A VALUE must echo the key we asked for.
-fn check_echo(sent: &[u8], echoed: &[u8]) -> Result<()> {
-    if sent == echoed {
-        return Ok(());
-    }
-    let (sent, echoed) = (sent.escape_ascii(), echoed.escape_ascii());
-    Err(Error::Protocol(format!(
-        "VALUE {echoed} answers a command for {sent}"
-    )))
 }
 
 impl From<ReplyError> for Error {

@@ -5,7 +5,8 @@
 //! error), or a [`ReplyError`] when the bytes cannot be a reply to `get`, `set` or `delete`. It
 //! never touches a socket and never allocates on success, so every wire form is tested on byte
 //! literals. Like csv-core, the caller owns the buffer: the ranges in a [`Reply`] index the slice
-//! that was decoded.
+//! that was decoded. The client uses [`decode`]'s two halves: [`parse_line`] for each reply line,
+//! then, after a value's data (read by its count), [`trailer_complete`].
 //!
 //! Every length the peer claims is checked before the caller can allocate for it: a line is at
 //! most [`MAX_LINE_LEN`] bytes, a value at most [`MAX_VALUE_LEN`].
@@ -57,24 +58,6 @@ pub enum Reply {
     /// `SERVER_ERROR <msg>\r\n`: the server parsed the command but could not do it; the range is
     /// `<msg>`, for example `object too large for cache`.
     ServerError(Range<usize>),
-}
-
-impl Reply {
-    /// The same reply with every range moved `by` bytes to the right: for a caller that decoded
-    /// a window starting `by` bytes into its buffer.
-    pub fn offset(self, by: usize) -> Reply {
-        let shift = |range: Range<usize>| range.start + by..range.end + by;
-        match self {
-            Reply::Value { key, flags, data } => Reply::Value {
-                key: shift(key),
-                flags,
-                data: shift(data),
-            },
-            Reply::ClientError(msg) => Reply::ClientError(shift(msg)),
-            Reply::ServerError(msg) => Reply::ServerError(shift(msg)),
-            other => other,
-        }
-    }
 }
 
 /// Why bytes cannot be a reply. After any of these the stream is out of sync.
@@ -151,19 +134,21 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
         return Ok(Some((reply, line_len)));
     };
     // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n: the data is found by its count, never by
-    // scanning it, which is what makes values binary-safe in a line-based protocol. Trailer bytes
-    // already here are checked now, so a wrong count fails at once rather than at a timeout.
-    let after_data = buf.get(data.end..).unwrap_or_default();
+    // scanning it, which is what makes values binary-safe in a line-based protocol.
+    let len = data.end + VALUE_TRAILER.len();
+    let complete = trailer_complete(buf.get(data.end..).unwrap_or_default())?;
+    Ok(complete.then_some((reply, len)))
+}
+
+/// Whether `after_data`, the bytes received after a value's data, begin with the whole
+/// [`VALUE_TRAILER`]. Trailer bytes already here are checked now, so a wrong count fails at once
+/// rather than at a timeout.
+pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
     let seen = after_data.len().min(VALUE_TRAILER.len());
     if after_data[..seen] != VALUE_TRAILER[..seen] {
         return Err(ReplyError::MissingEnd);
     }
-    if seen < VALUE_TRAILER.len() {
-        return Ok(None);
-    }
-    // No overflow: data.end + seen <= buf.len().
-    let len = data.end + VALUE_TRAILER.len();
-    Ok(Some((reply, len)))
+    Ok(seen == VALUE_TRAILER.len())
 }
 
 /// `VALUE <key> <flags> <bytes>`, given the whole line and its length with CRLF.

@@ -93,7 +93,7 @@ fn one_mib_value_and_values_around_the_read_buffer_size() {
         let mib = patterned(1024 * 1024);
         client.set(b"mib", &mib).unwrap();
         assert_eq!(client.get(b"mib").unwrap(), Some(mib));
-        // Where a reply stops fitting in the read buffer and is read into its own Vec instead.
+        // Where a value stops arriving with its header and its rest is read straight into its Vec.
         for len in READ_BUF_LEN - 40..READ_BUF_LEN + 8 {
             let value = patterned(len);
             client.set(b"edge", &value).unwrap();

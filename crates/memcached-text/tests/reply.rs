@@ -2,7 +2,8 @@
 //! every valid reply split at every offset, and property tests that no input panics.
 
 use kvbench_memcached_text::reply::{
-    MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, decode, parse_line,
+    MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER, decode, parse_line,
+    trailer_complete,
 };
 use proptest::prelude::*;
 
@@ -265,13 +266,18 @@ fn every_valid_reply_split_at_every_offset_needs_more_until_the_last_byte() {
 }
 
 #[test]
-fn offset_moves_every_range() {
-    let buf = b"xxVALUE k 0 1\r\nv\r\nEND\r\n";
-    let (reply, _) = decode(&buf[2..]).unwrap().unwrap();
-    let Reply::Value { key, data, .. } = reply.offset(2) else {
-        panic!("not a VALUE")
-    };
-    assert_eq!((&buf[key], &buf[data]), (&b"k"[..], &b"v"[..]));
+fn trailer_is_checked_byte_by_byte_as_it_arrives() {
+    // \r\nEND\r\n after a value's data: a prefix needs more, a wrong byte fails at once.
+    for cut in 0..VALUE_TRAILER.len() {
+        assert_eq!(
+            trailer_complete(&VALUE_TRAILER[..cut]),
+            Ok(false),
+            "cut at {cut}"
+        );
+    }
+    assert_eq!(trailer_complete(b"\r\nEND\r\nSTORED\r\n"), Ok(true));
+    assert_eq!(trailer_complete(b"\r\nX"), Err(ReplyError::MissingEnd));
+    assert_eq!(trailer_complete(b"x"), Err(ReplyError::MissingEnd));
 }
 
 /// Cases per property: 256 in `make test`; `KVBENCH_FUZZ_CASES=N` (set by `make fuzz`, see

@@ -27,7 +27,9 @@
 //! the benchmark can show it.
 //!
 //! The connection type is generic over the stream, so `raw-unix` reuses it unchanged; the reply
-//! reader ([`RespReader`], in [`reader`]) is shared with `inline` and `buffered` too.
+//! reader ([`read_head`] and [`read_bulk`], in [`reader`]) is shared with `inline` and `buffered`
+//! too. It parses replies in a [`ReadBuffer`], the read buffer and whole-reply deadline from
+//! `kvbench-core` that `memcached-text` uses as well.
 #![deny(missing_docs)]
 
 pub mod reader;
@@ -37,10 +39,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
 
-pub use crate::reader::{Head, READ_BUF_LEN, RespReader};
+pub use crate::reader::{Head, READ_BUF_LEN, read_bulk, read_head};
 
 /// How a command reaches the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +78,7 @@ pub struct RawConnection<S> {
     /// Reused for every command: encoding never allocates once it has grown.
     write_buf: Vec<u8>,
     /// Reused for every reply; also bounds the time one whole reply may take to arrive.
-    reader: RespReader,
+    reader: ReadBuffer,
     /// Set after an error that leaves us unsure where the next reply starts.
     broken: bool,
 }
@@ -88,7 +90,7 @@ impl<S: Read + Write> RawConnection<S> {
             stream,
             strategy,
             write_buf: Vec::with_capacity(256),
-            reader: RespReader::new(),
+            reader: ReadBuffer::new(READ_BUF_LEN),
             broken: false,
         }
     }
@@ -117,7 +119,7 @@ impl<S: Read + Write> RawConnection<S> {
         self.reader.start_reply();
         let result = self
             .send(args)
-            .and_then(|()| self.reader.read_head(&mut self.stream));
+            .and_then(|()| read_head(&mut self.reader, &mut self.stream));
         if let Err(err) = &result {
             self.broken |= err.breaks_connection();
         }
@@ -174,7 +176,7 @@ impl<S: Read + Write + Send> Client for RawConnection<S> {
         match self.call(&[b"GET", key])? {
             Head::Bulk(None) => Ok(None),
             Head::Bulk(Some(len)) => {
-                let value = self.reader.read_bulk(&mut self.stream, len);
+                let value = read_bulk(&mut self.reader, &mut self.stream, len);
                 if value.is_err() {
                     self.broken = true;
                 }
