@@ -38,7 +38,7 @@ fmt:
 	$(CARGO) fmt --all
 
 # --- Reports (crates/report; see reports/README.md) -------------------------------------------
-.PHONY: report compare test-report
+.PHONY: report compare test-report lessons
 
 ## Run id for `report` and `test-report`: a folder under reports/ (default: the latest run).
 RUN ?= latest
@@ -51,6 +51,15 @@ report:
 compare:
 	@if [ -z "$(A)" ] || [ -z "$(B)" ]; then echo "usage: make compare A=<run-id> B=<run-id>" >&2; exit 2; fi
 	$(CARGO) run -q --release -p kvbench-report -- compare reports/$(A) reports/$(B)
+
+## Rewrites every measured number in the docs from reports/$(RUN)/results.json (RUN defaults to
+## `reference` here): the generated blocks of docs/lessons.md, of each client crate's README and of
+## README.md, then reports/$(RUN)/lessons.md and index.html. SPLIT_RUN=<id> names the
+## split-placement run lesson 9 compares with (default: reports/$(RUN)/split/ if present).
+lessons:
+	$(CARGO) run -q --release -p kvbench-report -- lessons \
+	  reports/$(if $(filter command line environment,$(origin RUN)),$(RUN),reference) \
+	  $(if $(SPLIT_RUN),--split reports/$(SPLIT_RUN))
 
 ## Renders reports/$(RUN) and opens it in headless Chromium (installed if missing): fails on a
 ## console error, a missing chart or a dead link; saves reports/$(RUN)/screenshot.png.

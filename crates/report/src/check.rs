@@ -50,7 +50,9 @@ impl CheckReport {
 /// - every cell of results.json has a chart figure with an `<svg>`, and every client with
 ///   pipelined rows has a depth chart;
 /// - every `href`/`src` in index.html, and in every local page reachable from it (criterion's
-///   reports), resolves to a file inside the folder; `#fragment` links in index.html name an id.
+///   reports), resolves to a file inside the folder; `#fragment` links in index.html name an id;
+///   the Lessons section's links to source lines (class `source`) may leave the folder but must
+///   name a file that exists.
 pub fn check_run_dir(dir: &Path) -> Result<CheckReport, Error> {
     let mut report = CheckReport::default();
     let results = Results::load(dir)?;
@@ -187,6 +189,18 @@ fn check_links(dir: &Path, report: &mut CheckReport) -> Result<(), Error> {
                 let path_part = target.split(['#', '?']).next().unwrap_or_default();
                 let relative = format::percent_decode(path_part);
                 let base = page.parent().unwrap_or(&root);
+                if ours && tag.has_class(SOURCE_LINK_CLASS) {
+                    // A lesson's link into the source tree around the run folder: it leaves the
+                    // folder on purpose, and must name a file that exists. Not crawled.
+                    if is_plain_relative(&relative) && base.join(&relative).is_file() {
+                        report.links += 1;
+                    } else {
+                        report.problems.push(format!(
+                            "{name}: dead source link {attr}={target:?} (no such file)"
+                        ));
+                    }
+                    continue;
+                }
                 match resolve(&root, base, &relative) {
                     Some(resolved) => {
                         report.links += 1;
@@ -205,6 +219,23 @@ fn check_links(dir: &Path, report: &mut CheckReport) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Class of the Lessons section's links to source lines (`../../crates/…#L10-L20`): the only
+/// links of our page allowed to leave the run folder.
+pub const SOURCE_LINK_CLASS: &str = "source";
+
+/// A relative path of plain components and `..` (no root, no scheme, no backslash).
+fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains('\\')
+        && !has_scheme(path)
+        && Path::new(path).components().all(|c| {
+            matches!(
+                c,
+                Component::Normal(_) | Component::ParentDir | Component::CurDir
+            )
+        })
 }
 
 /// `scheme:` at the start (`https:`, `data:`, `javascript:`, …).

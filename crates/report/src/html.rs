@@ -205,8 +205,8 @@ pub fn page(results: &Results, model: &Model, dir: &Path, lessons: &[Section]) -
     problems(&mut out, model);
     environment(&mut out, results, dir);
     out.push_str(
-        "<!-- LESSONS HOOK: sections given to kvbench_report::render_run_with_lessons() are \
-         inserted here; render_run() passes none. -->\n",
+        "<!-- LESSONS HOOK: the Lessons section (kvbench_report::lessons) and any sections given \
+         to kvbench_report::render_run_with_lessons() are inserted here. -->\n",
     );
     for lesson in lessons {
         let _ = write!(
@@ -344,13 +344,7 @@ fn environment(out: &mut String, results: &Results, dir: &Path) {
     row("kernel", run.kernel.clone());
     row("rustc", run.rustc.clone());
     let placement = run.placement.as_ref().map(|p| {
-        let mut text = p.mode.clone().unwrap_or_else(|| "?".to_string());
-        let _ = write!(
-            text,
-            " (servers on CPU {}, bench on CPU {})",
-            value_text(p.server_cpu.as_ref()),
-            value_text(p.client_cpu.as_ref())
-        );
+        let mut text = crate::model::placement_text(p);
         for (key, value) in &p.extra {
             let _ = write!(text, "; {key}: {}", value_text(Some(value)));
         }
@@ -406,7 +400,7 @@ fn environment(out: &mut String, results: &Results, dir: &Path) {
 }
 
 /// A JSON value as plain text: strings as they are, lists joined by spaces, the rest as JSON.
-fn value_text(value: Option<&Value>) -> String {
+pub fn value_text(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => "–".to_string(),
         Some(Value::String(s)) => s.clone(),

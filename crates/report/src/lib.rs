@@ -32,6 +32,7 @@ pub mod check;
 pub mod compare;
 mod format;
 mod html;
+pub mod lessons;
 mod markdown;
 mod model;
 pub mod results;
@@ -99,19 +100,27 @@ pub struct Section {
 /// Writes `<dir>/index.html` and `<dir>/summary.md` from `<dir>/results.json`.
 ///
 /// The bench suite calls this at the end of every run (`make bench`, `make bench-quick`), and
-/// `make report RUN=<id>` calls it on an existing run. It reads nothing but the run folder and
-/// needs no network; criterion reports copied into `<dir>/criterion/` are linked when present.
-/// Same as [`render_run_with_lessons`] with no extra sections.
+/// `make report RUN=<id>` calls it on an existing run. It reads the run folder (and
+/// `<dir>/split/results.json`, a split-placement run, if there is one) and needs no network;
+/// criterion reports copied into `<dir>/criterion/` are linked when present. The page ends with
+/// the Lessons section ([`lessons`]) computed from this run; when the folder sits inside a kvbench
+/// checkout (`reports/<run>/`), its code references link to the source lines.
 pub fn render_run(dir: &Path) -> Result<(), Error> {
     render_run_with_lessons(dir, &[])
 }
 
-/// [`render_run`] plus extra sections inserted before the page's footer, at the place marked
-/// `LESSONS HOOK` in the HTML. This is the hook for a later "Lessons" stage; nothing calls it
-/// with sections yet, so by default the report has none.
-pub fn render_run_with_lessons(dir: &Path, lessons: &[Section]) -> Result<(), Error> {
+/// [`render_run`] plus extra sections after the Lessons section, at the place marked
+/// `LESSONS HOOK` in the HTML.
+pub fn render_run_with_lessons(dir: &Path, extra: &[Section]) -> Result<(), Error> {
     let results = Results::load(dir)?;
-    let (page, summary) = render(&results, dir, lessons);
+    let mut sections = vec![lessons::default_section(&results, dir)];
+    sections.extend_from_slice(extra);
+    render_run_sections(dir, &results, &sections)
+}
+
+/// Writes the report of `results` (read from `dir`) with exactly these sections.
+fn render_run_sections(dir: &Path, results: &Results, sections: &[Section]) -> Result<(), Error> {
+    let (page, summary) = render(results, dir, sections);
     write(&dir.join(INDEX_FILE), &page)?;
     write(&dir.join(SUMMARY_FILE), &summary)
 }

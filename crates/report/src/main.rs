@@ -1,4 +1,5 @@
-//! `kvbench-report`: render a run's report, compare two runs, or check a rendered report.
+//! `kvbench-report`: render a run's report, compare two runs, check a rendered report, or
+//! regenerate the lessons from a run.
 
 use std::fs;
 use std::path::PathBuf;
@@ -37,6 +38,19 @@ enum Command {
         /// Run folder, for example reports/latest.
         run_dir: PathBuf,
     },
+    /// Regenerate the lessons from a run (`make lessons`): the generated blocks of
+    /// docs/lessons.md, of each client crate's README and of README.md, <run-dir>/lessons.md,
+    /// and <run-dir>/index.html.
+    Lessons {
+        /// Run folder, for example reports/reference.
+        run_dir: PathBuf,
+        /// Split-placement run folder for lesson 9 (default: <run-dir>/split, if it exists).
+        #[arg(long)]
+        split: Option<PathBuf>,
+        /// Repository root (default: found around <run-dir>).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<ExitCode> {
@@ -59,6 +73,21 @@ fn main() -> Result<ExitCode> {
             fs::write(&path, comparison.html())
                 .with_context(|| format!("writing {}", path.display()))?;
             println!("wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lessons {
+            run_dir,
+            split,
+            root,
+        } => {
+            let generated =
+                kvbench_report::lessons::generate(&run_dir, split.as_deref(), root.as_deref())
+                    .with_context(|| {
+                        format!("generating the lessons from {}", run_dir.display())
+                    })?;
+            for path in &generated.written {
+                println!("wrote {}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Check { run_dir } => {

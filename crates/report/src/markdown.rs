@@ -46,14 +46,7 @@ pub fn summary(results: &Results, model: &Model, dir: &Path) -> String {
     env("rustc", run.rustc.clone());
     env(
         "placement",
-        run.placement.as_ref().map(|p| {
-            format!(
-                "{} (servers on CPU {}, bench on CPU {})",
-                p.mode.as_deref().unwrap_or("?"),
-                json_text(p.server_cpu.as_ref()),
-                json_text(p.client_cpu.as_ref())
-            )
-        }),
+        run.placement.as_ref().map(crate::model::placement_text),
     );
     for (name, server) in crate::model::servers_in_order(run) {
         env(
@@ -65,7 +58,7 @@ pub fn summary(results: &Results, model: &Model, dir: &Path) -> String {
                     Some(true) => " (external)",
                     _ => "",
                 },
-                json_text(server.config.as_ref())
+                crate::html::value_text(server.config.as_ref())
             )),
         );
     }
@@ -237,20 +230,4 @@ pub fn summary(results: &Results, model: &Model, dir: &Path) -> String {
 
 fn name(row: Option<&Row>) -> String {
     row.map_or("–".to_string(), |r| md(&r.client))
-}
-
-fn json_text(value: Option<&serde_json::Value>) -> String {
-    match value {
-        None | Some(serde_json::Value::Null) => "–".to_string(),
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .map(|v| match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        Some(other) => other.to_string(),
-    }
 }

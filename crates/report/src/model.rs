@@ -389,6 +389,16 @@ pub fn servers_in_order(run: &crate::results::Run) -> Vec<(&String, &crate::resu
     servers
 }
 
+/// A run's placement for people: `same-core (servers on CPU 1, bench on CPU 1)`.
+pub fn placement_text(placement: &crate::results::Placement) -> String {
+    format!(
+        "{} (servers on CPU {}, bench on CPU {})",
+        placement.mode.as_deref().unwrap_or("?"),
+        crate::html::value_text(placement.server_cpu.as_ref()),
+        crate::html::value_text(placement.client_cpu.as_ref())
+    )
+}
+
 /// Display name of a backend.
 pub fn backend_title(backend: &str) -> String {
     match backend {

@@ -99,3 +99,16 @@ fn check_fails_on_a_broken_report_and_render_on_a_missing_run() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("results.json"));
 }
+
+#[test]
+fn lessons_needs_a_source_tree_around_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &fixture());
+    let out = run(&["lessons".as_ref(), dir.path().as_os_str()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no kvbench source tree found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,5 +1,5 @@
 //! `render_run` on the synthetic fixture: a well-formed page with a chart per cell, escaping,
-//! no dead links, the cost tables, the failures list, the environment, the Lessons hook, and
+//! no dead links, the cost tables, the failures list, the environment, the Lessons section and hook, and
 //! `summary.md`.
 
 mod common;
@@ -325,10 +325,17 @@ fn environment_section_shows_the_run() {
 }
 
 #[test]
-fn lessons_hook_is_empty_by_default_and_takes_sections() {
+fn lessons_section_by_default_and_the_hook_takes_more() {
     let (dir, page, _) = rendered(&fixture());
     assert!(page.contains("<!-- LESSONS HOOK:"));
-    assert!(!page.contains("class=\"lesson\""));
+    // Every report ends with the lessons computed from its own run; outside a checkout their
+    // code references name file and anchor, without links.
+    assert_eq!(page.matches("<section class=\"lesson\"").count(), 1);
+    assert!(page.contains("<section class=\"lesson\" id=\"lesson-trade-offs\">"));
+    assert!(page.contains("<a href=\"#lesson-trade-offs\">"));
+    assert_eq!(page.matches("<article class=\"lesson-item\"").count(), 9);
+    assert!(!page.contains("class=\"source\""));
+    assert!(page.contains("not inside a kvbench checkout"));
 
     let lesson = Section {
         id: "why pipelines".into(),

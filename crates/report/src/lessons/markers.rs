@@ -1,0 +1,172 @@
+//! Generated blocks inside hand-written files:
+//!
+//! ```text
+//! <!-- BEGIN GENERATED lessons:<name> from reports/<run-id>/results.json by `make lessons`; do not edit -->
+//! …generated…
+//! <!-- END GENERATED lessons:<name> -->
+//! ```
+//!
+//! Only the marker lines and what lies between them are replaced; every other byte of the file
+//! is kept. A missing, duplicated or misordered marker is an error, never a guess.
+
+use std::fmt;
+
+/// What is wrong with a block's markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerProblem {
+    /// No BEGIN line for the block.
+    MissingBegin,
+    /// No END line for the block.
+    MissingEnd,
+    /// More than one BEGIN or END line for the block.
+    Duplicated,
+    /// The END line comes before the BEGIN line.
+    Misordered,
+}
+
+impl fmt::Display for MarkerProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MarkerProblem::MissingBegin => "no BEGIN marker",
+            MarkerProblem::MissingEnd => "no END marker",
+            MarkerProblem::Duplicated => "the marker appears more than once",
+            MarkerProblem::Misordered => "the END marker comes before the BEGIN marker",
+        })
+    }
+}
+
+/// `<!-- BEGIN GENERATED lessons:<name> from <source> by `make lessons`; do not edit -->`.
+pub fn begin_line(name: &str, source: &str) -> String {
+    format!("<!-- BEGIN GENERATED lessons:{name} from {source} by `make lessons`; do not edit -->")
+}
+
+/// `<!-- END GENERATED lessons:<name> -->`.
+pub fn end_line(name: &str) -> String {
+    format!("<!-- END GENERATED lessons:{name} -->")
+}
+
+/// Replaces block `name` of `text` (marker lines included) with fresh markers naming `source`
+/// around `body`.
+pub fn replace_block(
+    text: &str,
+    name: &str,
+    source: &str,
+    body: &str,
+) -> Result<String, MarkerProblem> {
+    let begin_prefix = format!("<!-- BEGIN GENERATED lessons:{name} ");
+    let end = end_line(name);
+    // (byte offset of the line, the line without its newline, offset after its newline)
+    let mut lines = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        lines.push((
+            offset,
+            line.trim_end_matches(['\n', '\r']),
+            offset + line.len(),
+        ));
+        offset += line.len();
+    }
+    let find = |matches: &dyn Fn(&str) -> bool| -> Result<Option<(usize, usize)>, MarkerProblem> {
+        let mut found = lines
+            .iter()
+            .filter(|(_, line, _)| matches(line.trim()))
+            .map(|&(start, _, after)| (start, after));
+        let first = found.next();
+        match found.next() {
+            Some(_) => Err(MarkerProblem::Duplicated),
+            None => Ok(first),
+        }
+    };
+    let begin =
+        find(&|line| line.starts_with(&begin_prefix))?.ok_or(MarkerProblem::MissingBegin)?;
+    let finish = find(&|line| line == end)?.ok_or(MarkerProblem::MissingEnd)?;
+    if finish.0 < begin.1 {
+        return Err(MarkerProblem::Misordered);
+    }
+    let mut out = String::with_capacity(text.len() + body.len());
+    out.push_str(&text[..begin.0]);
+    out.push_str(&begin_line(name, source));
+    out.push('\n');
+    out.push_str(body);
+    if !body.is_empty() && !body.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&end);
+    // Keep whatever ended the END line (a newline, or nothing at the end of the file).
+    let old_end_line = &text[finish.0..finish.1];
+    out.push_str(&old_end_line[old_end_line.trim_end_matches(['\n', '\r']).len()..]);
+    out.push_str(&text[finish.1..]);
+    Ok(out)
+}
+
+/// `text` without the generated blocks (marker lines included), for comparing what a human wrote.
+pub fn outside_blocks(text: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.starts_with("<!-- BEGIN GENERATED lessons:") {
+            inside = true;
+        } else if trimmed.starts_with("<!-- END GENERATED lessons:") {
+            inside = false;
+        } else if !inside {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "# Title\n\nhand\n<!-- BEGIN GENERATED lessons:a from old by `make lessons`; do not edit -->\nold body\n<!-- END GENERATED lessons:a -->\ntail\n";
+
+    #[test]
+    fn replaces_only_between_markers() {
+        let out = replace_block(DOC, "a", "reports/x/results.json", "new\nbody").unwrap();
+        assert_eq!(
+            out,
+            "# Title\n\nhand\n<!-- BEGIN GENERATED lessons:a from reports/x/results.json by `make lessons`; do not edit -->\nnew\nbody\n<!-- END GENERATED lessons:a -->\ntail\n"
+        );
+        assert_eq!(outside_blocks(&out), outside_blocks(DOC));
+        assert_eq!(outside_blocks(DOC), "# Title\n\nhand\ntail\n");
+        // Idempotent, and the end of the file is kept as it was.
+        let again = replace_block(&out, "a", "reports/x/results.json", "new\nbody\n").unwrap();
+        assert_eq!(again, out);
+        let no_newline = DOC.trim_end_matches("tail\n").trim_end();
+        let out = replace_block(no_newline, "a", "s", "b").unwrap();
+        assert!(out.ends_with("<!-- END GENERATED lessons:a -->"), "{out}");
+    }
+
+    #[test]
+    fn marker_problems_are_errors() {
+        assert_eq!(
+            replace_block(DOC, "b", "s", "x"),
+            Err(MarkerProblem::MissingBegin)
+        );
+        let no_end = DOC.replace("<!-- END GENERATED lessons:a -->\n", "");
+        assert_eq!(
+            replace_block(&no_end, "a", "s", "x"),
+            Err(MarkerProblem::MissingEnd)
+        );
+        let twice = format!("{DOC}{DOC}");
+        assert_eq!(
+            replace_block(&twice, "a", "s", "x"),
+            Err(MarkerProblem::Duplicated)
+        );
+        let swapped = "<!-- END GENERATED lessons:a -->\n<!-- BEGIN GENERATED lessons:a from s by `make lessons`; do not edit -->\n";
+        assert_eq!(
+            replace_block(swapped, "a", "s", "x"),
+            Err(MarkerProblem::Misordered)
+        );
+        // A longer name is another block, not a duplicate.
+        let other = DOC
+            .replace("lessons:a ", "lessons:ab ")
+            .replace("lessons:a -->", "lessons:ab -->");
+        assert_eq!(
+            replace_block(&format!("{DOC}{other}"), "a", "s", "x").map(|_| ()),
+            Ok(())
+        );
+    }
+}

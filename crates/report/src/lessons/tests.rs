@@ -1,0 +1,517 @@
+//! The lessons against committed fixtures (`tests/fixtures/lessons/`: rows of real runs, and the
+//! same rows with every number changed): numbers come from the fixture, regeneration touches only
+//! generated blocks, missing rows are named, anchors resolve, marker problems are typed errors.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::check::{check_run_dir, scan, well_formed};
+
+const FIXTURE_A: &str = include_str!("../../tests/fixtures/lessons/a.json");
+const FIXTURE_B: &str = include_str!("../../tests/fixtures/lessons/b.json");
+const FIXTURE_SPLIT: &str = include_str!("../../tests/fixtures/lessons/split.json");
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn parse(text: &str) -> Results {
+    serde_json::from_str(text).unwrap()
+}
+
+/// Every file `make lessons` reads or writes, copied into a scratch checkout with the fixtures as
+/// runs `reports/a` (with `split/`) and `reports/b`.
+fn checkout() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let real = workspace();
+    let mut files: BTreeSet<String> = LESSONS
+        .iter()
+        .flat_map(|l| l.code.iter().map(|c| c.path.to_string()))
+        .collect();
+    files.insert(DOCS_FILE.into());
+    files.insert("README.md".into());
+    files.insert("Cargo.toml".into());
+    for (folder, _) in CRATES {
+        files.insert(format!("crates/{folder}/README.md"));
+    }
+    for file in files {
+        let target = root.join(&file);
+        fs::create_dir_all(target.parent().unwrap()).unwrap();
+        fs::copy(real.join(&file), target).unwrap();
+    }
+    for (run, text) in [
+        ("a", FIXTURE_A),
+        ("a/split", FIXTURE_SPLIT),
+        ("b", FIXTURE_B),
+    ] {
+        let run = root.join("reports").join(run);
+        fs::create_dir_all(&run).unwrap();
+        fs::write(run.join("results.json"), text).unwrap();
+    }
+    dir
+}
+
+fn documents(root: &Path) -> Vec<PathBuf> {
+    let mut docs = vec![root.join(DOCS_FILE), root.join("README.md")];
+    docs.extend(
+        CRATES
+            .iter()
+            .map(|(folder, _)| root.join("crates").join(folder).join("README.md")),
+    );
+    docs
+}
+
+fn runs<'a>(main: &'a Results, split: Option<&'a Results>) -> Runs<'a> {
+    Runs {
+        main: RunRef::new(main, Path::new("a"), "reports/a/results.json".into()),
+        split: split
+            .map(|s| RunRef::new(s, Path::new("split"), "reports/a/split/results.json".into())),
+    }
+}
+
+fn all_markdown(runs: &Runs) -> String {
+    let code = Code::strict(&workspace()).unwrap();
+    lessons_markdown(runs, &code, "##", Some("../")).concat()
+}
+
+/// (client, cell, run id) → fixture row, for every table row of the generated Markdown; then
+/// each number cell must be exactly that row's number, formatted, and the ratio the ratio of
+/// numbers shown.
+#[test]
+fn every_table_number_is_the_fixtures() {
+    let a = parse(FIXTURE_A);
+    let split = parse(FIXTURE_SPLIT);
+    let text = all_markdown(&runs(&a, Some(&split)));
+    let mut checked = 0;
+    let mut first_ops: Option<f64> = None;
+    let mut head: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("|-") {
+            continue;
+        }
+        if !line.starts_with("| ") {
+            first_ops = None;
+            head.clear();
+            continue;
+        }
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().trim_matches('`').to_string())
+            .collect();
+        if head.is_empty() {
+            head = cells;
+            continue;
+        }
+        let column = |name: &str| head.iter().position(|h| h == name).unwrap();
+        let results = match head.first().map(String::as_str) {
+            Some("run (placement)") if cells[0].starts_with("fixture-split") => &split,
+            Some("run (placement)") if cells[0].starts_with("split: none") => continue,
+            _ => &a,
+        };
+        let (client, cell) = (&cells[column("client")], &cells[column("cell")]);
+        let row = results
+            .rows
+            .iter()
+            .find(|r| &r.client == client && &r.cell_label() == cell);
+        let ops_cell = &cells[column("ops/s")];
+        let Some(row) = row else {
+            assert_eq!(ops_cell, "not measured in this run", "{line}");
+            continue;
+        };
+        match row.ops() {
+            Some(ops) => {
+                assert_eq!(ops_cell, &format::grouped(ops), "{line}");
+                let first = *first_ops.get_or_insert(ops);
+                assert_eq!(cells[column(RATIO_HEAD)], ratio_text(ops / first), "{line}");
+            }
+            None => assert!(ops_cell.contains(&row.status), "{line}"),
+        }
+        let latency = row.latency_ns.unwrap_or_default();
+        for (name, want) in [
+            (
+                "CPU/op",
+                format::opt(row.cpu_ns_per_op, format::duration_ns),
+            ),
+            (
+                "syscalls/op",
+                format::opt(row.syscalls_per_op, |v| format::significant(v, 3)),
+            ),
+            (
+                "allocs/op",
+                format::opt(row.allocs_per_op, |v| format::significant(v, 3)),
+            ),
+            ("p99", format::opt(latency.p99, format::duration_ns)),
+        ] {
+            assert_eq!(cells[column(name)], want, "{name}: {line}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 50, "only {checked} rows checked");
+}
+
+/// Number-like tokens (`55,326`, `1.38`, `0.00041`) of a text.
+fn numbers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for c in text.chars().chain([' ']) {
+        if c.is_ascii_digit() || (!current.is_empty() && (c == '.' || c == ',')) {
+            current.push(c);
+        } else if !current.is_empty() {
+            out.push(current.trim_end_matches(['.', ',']).to_string());
+            current.clear();
+        }
+    }
+    out
+}
+
+/// Beyond the tables: strip the catalogue's fixed prose and the code links, and every number
+/// left in the lessons, the headline and the crate tables is a fixture value (formatted as the
+/// report formats it), a ratio of two of them, or part of a cell name, run id or duration.
+#[test]
+fn every_number_printed_comes_from_the_fixture() {
+    let a = parse(FIXTURE_A);
+    let split = parse(FIXTURE_SPLIT);
+    let runs = runs(&a, Some(&split));
+    let mut text = all_markdown(&runs);
+    text.push_str(&headline_markdown(&runs));
+    for (_, clients) in CRATES {
+        text.push_str(&measured_markdown(&runs, clients));
+    }
+    for lesson in LESSONS {
+        let mut fixed = vec![lesson.title, lesson.question, lesson.setup, lesson.gives_up];
+        fixed.extend(lesson.tables.iter().map(|t| t.title));
+        fixed.extend(lesson.code.iter().map(|c| c.what));
+        for (index, piece) in fixed.into_iter().enumerate() {
+            text = text.replace(piece, "");
+            if index == 0 {
+                text = text.replace(
+                    &format!(
+                        "## {}. ",
+                        LESSONS.iter().position(|l| l.id == lesson.id).unwrap() + 1
+                    ),
+                    "## ",
+                );
+            }
+        }
+    }
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("- ["))
+        .collect::<Vec<_>>()
+        .join("\n");
+
+    let mut allowed: BTreeSet<String> = BTreeSet::new();
+    let mut allow = |s: &str| allowed.extend(numbers(s));
+    let mut all_ops = Vec::new();
+    for (results, id) in [(&a, "fixture-a"), (&split, "fixture-split")] {
+        allow(id);
+        allow(&format!("{:?}", results.run.placement));
+        allow(&format::run_duration(results.run.duration_s.unwrap_or(0.0)));
+        for row in &results.rows {
+            allow(&row.cell_label());
+            allow(&row.error.clone().unwrap_or_default());
+            allow(&format::depth(row.pipeline.unwrap_or(1)));
+            allow(&format::size(row.value_size.unwrap_or(0)));
+            let latency = row.latency_ns.unwrap_or_default();
+            for value in [row.cpu_ns_per_op, latency.p99].into_iter().flatten() {
+                allow(&format::duration_ns(value));
+            }
+            for value in [row.syscalls_per_op, row.allocs_per_op]
+                .into_iter()
+                .flatten()
+            {
+                allow(&format::significant(value, 3));
+            }
+            if let Some(ops) = row.ops() {
+                allow(&format::grouped(ops));
+                all_ops.push(ops);
+            }
+        }
+    }
+    for x in &all_ops {
+        for y in &all_ops {
+            allow(&ratio_text(x / y));
+        }
+    }
+    allow("p99");
+    for pick in LESSONS
+        .iter()
+        .flat_map(|l| l.tables.iter().flat_map(|t| t.rows))
+    {
+        allow(&cell_name(
+            pick.backend,
+            pick.op,
+            Some(pick.size),
+            pick.pipeline,
+            pick.transport,
+        ));
+    }
+    for &(_, size, depth) in MAIN_CELLS {
+        allow(&format::size(size.unwrap_or(0)));
+        allow(&format::depth(depth));
+    }
+    let stray: Vec<String> = numbers(&text)
+        .into_iter()
+        .filter(|n| !allowed.contains(n))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "numbers not from the fixture: {stray:?}\n{text}"
+    );
+}
+
+#[test]
+fn missing_failed_and_absent_rows_are_named_not_invented() {
+    let b = parse(FIXTURE_B);
+    let text = all_markdown(&runs(&b, None));
+    // fred GET 1 MiB is not in the fixture.
+    assert!(
+        text.contains(
+            "| `fred` | `redis/get/1MiB/tcp` | not measured in this run | – | – | – | – | – |"
+        ),
+        "{text}"
+    );
+    // inline GET 3 B TCP failed: status and reason, no number.
+    assert!(text.contains(
+        "| `inline` | `redis/get/3B/tcp` | failed: verification failed: GET returned 4 bytes, expected 3 | – | – | – | – | – |"
+    ));
+    // The 100 KiB inline SET is unsupported, with the client's reason.
+    assert!(
+        text.contains(
+            "| `inline` | `redis/set_ex/100KiB/tcp` | unsupported: refused before sending"
+        )
+    );
+    // No split run: lesson 9 says how to make one.
+    assert!(
+        text.contains(
+            "| split: none given | `raw-tcp` | `redis/get/3B/tcp` | no split run given |"
+        )
+    );
+    assert!(text.contains("`PLACEMENT=split make bench-quick`"));
+    assert!(text.contains("`make lessons RUN=<this run> SPLIT_RUN=<that run>`"));
+    // SET 3 B (depth 1) is not in the fixture: the ratio starts at the first measured depth.
+    assert!(text.contains("| `buffered` | `redis/set/3B/tcp` | not measured in this run |"));
+
+    // A run without rows: every row of every table says so.
+    let empty = Results::default();
+    let text = all_markdown(&runs(&empty, None));
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| `") || l.starts_with("| split"))
+        .collect();
+    assert!(rows.len() > 50);
+    for row in rows {
+        assert!(
+            row.contains("| not measured in this run | – | – | – | – | – |")
+                || row.contains("| no split run given | – | – | – | – | – |"),
+            "{row}"
+        );
+    }
+    let headline = headline_markdown(&runs(&empty, None));
+    assert!(headline.contains("not measured in this run"));
+    assert!(
+        measured_markdown(&runs(&empty, None), &["raw-tcp"])
+            .contains("Not measured in this run: GET (hit) 3 B;")
+    );
+}
+
+#[test]
+fn every_code_anchor_resolves_in_this_tree() {
+    let root = workspace();
+    let code = Code::strict(&root).expect("every anchor resolves");
+    for (lesson, resolved) in LESSONS.iter().zip(&code.resolved) {
+        for (reference, at) in lesson.code.iter().zip(resolved) {
+            let at = at.as_ref().unwrap();
+            let text = fs::read_to_string(root.join(reference.path)).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(
+                at.start <= at.end && at.end <= lines.len(),
+                "{reference:?}: {at:?}"
+            );
+            let last = reference.anchors.last().unwrap();
+            assert!(
+                lines[at.start - 1].contains(last),
+                "{reference:?} starts at {at:?}"
+            );
+            assert!(
+                at.end - at.start < 60,
+                "{reference:?} spans {at:?}: too long to be a few lines"
+            );
+        }
+    }
+}
+
+#[test]
+fn regenerating_from_another_run_changes_only_generated_blocks() {
+    let dir = checkout();
+    let root = dir.path();
+    let before: Vec<String> = documents(root)
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap())
+        .collect();
+    let first = generate(&root.join("reports/a"), None, None).unwrap();
+    let after_a: Vec<String> = documents(root)
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap())
+        .collect();
+    generate(&root.join("reports/b"), None, None).unwrap();
+    let after_b: Vec<String> = documents(root)
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap())
+        .collect();
+    for ((old, a), b) in before.iter().zip(&after_a).zip(&after_b) {
+        assert_eq!(markers::outside_blocks(old), markers::outside_blocks(a));
+        assert_eq!(
+            markers::outside_blocks(a).as_bytes(),
+            markers::outside_blocks(b).as_bytes()
+        );
+        assert_ne!(a, b, "new numbers in every document");
+    }
+    let docs = &after_b[0];
+    assert_eq!(
+        docs.matches("from reports/b/results.json by `make lessons`")
+            .count(),
+        LESSONS.len()
+    );
+    assert!(!docs.contains("reports/a/"));
+    // The same run twice: nothing changes.
+    generate(&root.join("reports/b"), None, None).unwrap();
+    let again: Vec<String> = documents(root)
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap())
+        .collect();
+    assert_eq!(again, after_b);
+    assert!(
+        first
+            .written
+            .iter()
+            .any(|p| p.ends_with("reports/a/lessons.md"))
+    );
+}
+
+#[test]
+fn split_run_is_found_in_the_run_folder_or_named() {
+    let dir = checkout();
+    let root = dir.path();
+    generate(&root.join("reports/a"), None, None).unwrap();
+    let page = fs::read_to_string(root.join("reports/a/lessons.md")).unwrap();
+    assert!(page.contains("split placement in run `fixture-split` (mode full; placement split, servers on CPU 1, bench on CPU 0), from `reports/a/split/results.json`"), "{page}");
+    assert!(page.contains("| fixture-split (split) | `raw-tcp` | `redis/get/3B/tcp` |"));
+    // Named explicitly: B has no split folder, A's split run is used.
+    generate(
+        &root.join("reports/b"),
+        Some(&root.join("reports/a/split")),
+        None,
+    )
+    .unwrap();
+    let page = fs::read_to_string(root.join("reports/b/lessons.md")).unwrap();
+    assert!(page.contains("| fixture-split (split) |"));
+    // Not named, not present.
+    fs::remove_dir_all(root.join("reports/a/split")).unwrap();
+    generate(&root.join("reports/a"), None, None).unwrap();
+    let page = fs::read_to_string(root.join("reports/a/lessons.md")).unwrap();
+    assert!(page.contains("No split-placement run was given"));
+}
+
+#[test]
+fn the_report_gets_the_lessons_with_links_that_resolve() {
+    let dir = checkout();
+    let run = dir.path().join("reports/a");
+    crate::render_run(&run).unwrap();
+    let page = fs::read_to_string(run.join(crate::INDEX_FILE)).unwrap();
+    well_formed(&scan(&page).unwrap()).unwrap();
+    assert!(page.contains("<section class=\"lesson\" id=\"lesson-trade-offs\">"));
+    assert!(page.contains("<article class=\"lesson-item\" id=\"lesson-9-placement\">"));
+    assert!(page.contains("<a class=\"source\" href=\"../../crates/raw-unix/src/lib.rs#L"));
+    assert!(
+        page.contains("fixture-split (split)"),
+        "the split folder is used by render_run"
+    );
+    let report = check_run_dir(&run).unwrap();
+    assert!(report.is_ok(), "{:#?}", report.problems);
+    // A source link to a file that is gone is a problem.
+    fs::remove_file(dir.path().join("crates/raw-unix/src/lib.rs")).unwrap();
+    let problems = check_run_dir(&run).unwrap().problems.join("\n");
+    assert!(problems.contains("dead source link"), "{problems}");
+}
+
+#[test]
+fn marker_and_anchor_problems_are_typed_errors() {
+    let dir = checkout();
+    let root = dir.path();
+    let docs = root.join(DOCS_FILE);
+    let text = fs::read_to_string(&docs).unwrap();
+    let run = root.join("reports/a");
+
+    fs::write(
+        &docs,
+        text.replace("<!-- END GENERATED lessons:4-inline -->\n", ""),
+    )
+    .unwrap();
+    match generate(&run, None, None) {
+        Err(Error::Marker { name, problem, .. }) => {
+            assert_eq!(
+                (name.as_str(), problem),
+                ("4-inline", markers::MarkerProblem::MissingEnd)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        fs::read_to_string(&docs).unwrap(),
+        text.replace("<!-- END GENERATED lessons:4-inline -->\n", ""),
+        "nothing written"
+    );
+
+    fs::write(&docs, format!("{text}\n{text}")).unwrap();
+    assert!(matches!(
+        generate(&run, None, None),
+        Err(Error::Marker {
+            problem: markers::MarkerProblem::Duplicated,
+            ..
+        })
+    ));
+
+    fs::write(&docs, &text).unwrap();
+    let readme = root.join("crates/lib-fred/README.md");
+    fs::write(&readme, "# no markers\n").unwrap();
+    let error = generate(&run, None, None).unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Marker {
+            problem: markers::MarkerProblem::MissingBegin,
+            ..
+        }
+    ));
+    assert!(
+        error
+            .to_string()
+            .contains("lib-fred/README.md: block lessons:measured: no BEGIN marker"),
+        "{error}"
+    );
+
+    let source = root.join("crates/raw-unix/src/lib.rs");
+    let code = fs::read_to_string(&source).unwrap();
+    fs::write(
+        &source,
+        code.replace("pub fn connect_unix(", "pub fn renamed("),
+    )
+    .unwrap();
+    let error = generate(&run, None, None).unwrap_err();
+    assert!(matches!(error, Error::Anchor { .. }), "{error}");
+    assert!(error.to_string().contains("connect_unix"), "{error}");
+
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("results.json"), FIXTURE_A).unwrap();
+    assert!(matches!(
+        generate(outside.path(), None, None),
+        Err(Error::NoSourceTree { .. })
+    ));
+}
