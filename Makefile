@@ -89,4 +89,5 @@ fuzz:
 	  done; \
 	done
 	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-resp --lib
-	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-memcached-text --test reply --test scripted
+	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-memcached-reply --test reply
+	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-memcached-text --test scripted

@@ -10,8 +10,9 @@
 //!   The reader finds the data by its count, never by scanning it, so values may hold any byte,
 //!   `\r\nEND\r\n` included. The count comes from the peer, so it is capped
 //!   ([`reply::MAX_VALUE_LEN`]) before anything is allocated; lines are capped too
-//!   ([`reply::MAX_LINE_LEN`]). The reader is sans-I/O ([`reply::decode`]): bytes in, "a reply of
-//!   n bytes" or "need more" out, tested on byte literals. The client reads a reply line with
+//!   ([`reply::MAX_LINE_LEN`]). The reader is sans-I/O ([`reply::decode`], in its own crate,
+//!   `kvbench-memcached-reply`, like RESP's): bytes in, "a reply of n bytes" or "need more" out,
+//!   tested on byte literals. The client reads a reply line with
 //!   [`reply::parse_line`], then a value's data by its count and the trailer after it.
 //! - **Why keys are restricted.** A key is a field on a command line, so it cannot hold a space
 //!   (it would become the next field; `get a b` is a two-key get) or a CR/LF (it would end the
@@ -59,7 +60,7 @@
 //! the connection before each operation, a command written in several pieces, no pipelining.
 #![deny(missing_docs)]
 
-pub mod reply;
+pub use kvbench_memcached_reply as reply;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -72,7 +73,7 @@ use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
 
-use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER};
+use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
 pub const MAX_KEY_LEN: usize = 250;
@@ -415,11 +416,5 @@ fn exptime(ttl_secs: u32) -> Result<u64> {
                 .unwrap_or_default();
             Ok(now.as_secs() + u64::from(ttl_secs))
         }
-    }
-}
-
-impl From<ReplyError> for Error {
-    fn from(err: ReplyError) -> Error {
-        Error::Protocol(err.to_string())
     }
 }

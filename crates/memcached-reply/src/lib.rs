@@ -1,4 +1,7 @@
-//! The sans-I/O half: recognising one memcached text reply in a byte slice.
+//! The sans-I/O half of the `memcached-text` client: recognising one memcached text reply in a
+//! byte slice. It is its own crate for the same reason as `kvbench-resp`: the codec is the part
+//! you can test exhaustively on byte literals and fuzz without a server, and the client crate
+//! stays about its I/O (it re-exports this crate as `kvbench_memcached_text::reply`).
 //!
 //! [`decode`] is given the bytes received so far and answers one of three things: a complete reply
 //! of `n` bytes (`Ok(Some((reply, n)))`), "need more bytes" (`Ok(None)`, a normal outcome, not an
@@ -88,6 +91,7 @@ pub enum ReplyError {
 /// For [`Reply::Value`], `data` says where the data will be; it may not have arrived yet. The
 /// client uses this to read a value too large for its buffer straight into the value's `Vec`.
 /// The `usize` is the length of the line, CRLF included.
+#[inline]
 pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
     let searched = &buf[..buf.len().min(MAX_LINE_LEN)];
     let Some(lf) = searched.iter().position(|&byte| byte == b'\n') else {
@@ -143,6 +147,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
 /// Whether `after_data`, the bytes received after a value's data, begin with the whole
 /// [`VALUE_TRAILER`]. Trailer bytes already here are checked now, so a wrong count fails at once
 /// rather than at a timeout.
+#[inline]
 pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
     let seen = after_data.len().min(VALUE_TRAILER.len());
     if after_data[..seen] != VALUE_TRAILER[..seen] {
@@ -198,5 +203,11 @@ fn message(line: &[u8], prefix: &[u8]) -> Option<Range<usize>> {
         [] => Some(line.len()..line.len()),
         [b' ', ..] => Some(prefix.len() + 1..line.len()),
         _ => None,
+    }
+}
+/// A malformed reply is a protocol error to the client contract.
+impl From<ReplyError> for kvbench_core::Error {
+    fn from(err: ReplyError) -> kvbench_core::Error {
+        kvbench_core::Error::Protocol(err.to_string())
     }
 }

@@ -1,7 +1,7 @@
 //! The sans-I/O reply reader on byte literals: one test per wire form, one per malformed form,
 //! every valid reply split at every offset, and property tests that no input panics.
 
-use kvbench_memcached_text::reply::{
+use kvbench_memcached_reply::{
     MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER, decode, parse_line,
     trailer_complete,
 };
