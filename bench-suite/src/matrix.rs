@@ -171,9 +171,8 @@ impl Mode {
     pub fn timing(self) -> (Duration, Duration, usize) {
         match self {
             Mode::Full => (Duration::from_millis(500), Duration::from_millis(1500), 30),
-            Mode::Quick | Mode::Test => {
-                (Duration::from_millis(200), Duration::from_millis(500), 10)
-            }
+            Mode::Quick => (Duration::from_millis(100), Duration::from_millis(400), 10),
+            Mode::Test => (Duration::from_millis(200), Duration::from_millis(500), 10),
         }
     }
 
@@ -187,8 +186,18 @@ impl Mode {
         }
     }
 
-    /// Calls timed one by one, instead of by criterion, when one call takes a second or more
-    /// (fred's million-command pipeline: criterion would need at least eleven of them).
+    /// A call that takes at least this long (in verification) is timed by
+    /// [`long_call_repeats`](Mode::long_call_repeats) single calls rather than by criterion,
+    /// which would make at least eleven (fred's million-command pipeline takes seconds).
+    pub fn long_call(self) -> Duration {
+        match self {
+            Mode::Full | Mode::Test => Duration::from_secs(1),
+            Mode::Quick => Duration::from_millis(250),
+        }
+    }
+
+    /// Calls timed one by one, instead of by criterion, for a long call (see
+    /// [`long_call`](Mode::long_call)).
     pub fn long_call_repeats(self) -> u64 {
         match self {
             Mode::Full => 3,
@@ -196,10 +205,6 @@ impl Mode {
         }
     }
 }
-
-/// A call that takes at least this long (in verification) is timed by
-/// [`Mode::long_call_repeats`] single calls rather than by criterion.
-pub const LONG_CALL: Duration = Duration::from_secs(1);
 
 /// Where the servers and the benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

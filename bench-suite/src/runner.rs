@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::baselines::{self, LoopbackFloor};
 use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Driver, Workload};
-use crate::matrix::{Cell, LONG_CALL, Mode, Op, Settings};
+use crate::matrix::{Cell, Mode, Op, Settings};
 use crate::results::{
     self, Interval, PlacementRecord, Results, Row, Run, ServerRecord, ServersRecord,
 };
@@ -46,10 +46,10 @@ fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
         _ if cell.value_size >= 100 << 10 => 1_000,
         _ => 5_000,
     };
-    if mode == Mode::Test {
-        calls.min(10)
-    } else {
-        calls
+    match mode {
+        Mode::Full => calls,
+        Mode::Quick => calls.div_ceil(2),
+        Mode::Test => calls.min(10),
     }
 }
 
@@ -199,7 +199,7 @@ enum Timing {
 
 /// criterion unless one call is too long for it: a client without pipelining at depths of
 /// [`SINGLE_SHOT_DEPTH`] and more writes what fits in the mode's time budget, once; a call that
-/// took [`LONG_CALL`] or more in verification is repeated [`Mode::long_call_repeats`] times.
+/// took [`Mode::long_call`] or more in verification is repeated [`Mode::long_call_repeats`] times.
 fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Duration) -> Timing {
     let cell = &w.cell;
     if cell.op != Op::PipelineSet {
@@ -230,7 +230,7 @@ fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Durat
             why,
         };
     }
-    if verified_in >= LONG_CALL {
+    if verified_in >= mode.long_call() {
         let calls = mode.long_call_repeats();
         // A --test run has just run the whole call in verification; the timed path is
         // exercised on the first items only.
@@ -668,8 +668,9 @@ fn run() -> Result<()> {
             "warm_up={warm_up:?} measurement={measurement:?} sample_size={samples}; 10 flat \
              samples for pipelines >= {SINGLE_SHOT_DEPTH} and clients slow by design; single \
              shots instead of criterion for clients without pipelining at depths >= \
-             {SINGLE_SHOT_DEPTH} ({:?} budget) and for calls >= {LONG_CALL:?} ({} each)",
+             {SINGLE_SHOT_DEPTH} ({:?} budget) and for calls >= {:?} ({} each)",
             settings.mode.single_shot_budget(),
+            settings.mode.long_call(),
             settings.mode.long_call_repeats(),
         ),
         filters: format!(

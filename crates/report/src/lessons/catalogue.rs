@@ -337,7 +337,7 @@ pub const LESSONS: &[Lesson] = &[
         question: "Is the inline command form (`GET foo\\r\\n`, what you type into telnet) any faster \
                    than multi-bulk, and what can it not carry?",
         setup: "`inline` and `raw-tcp`/`raw-unix` differ only in how a request is encoded; replies \
-                are read by the same `RespReader`. Multi-bulk announces every argument's length \
+                are read by the same code (`raw-tcp`'s `read_head` over a `ReadBuffer`). Multi-bulk announces every argument's length \
                 (`*2\\r\\n$3\\r\\nGET\\r\\n$3\\r\\nfoo\\r\\n`, 22 bytes); inline separates arguments \
                 with spaces (`GET foo\\r\\n`, 9 bytes).",
         tables: &[
