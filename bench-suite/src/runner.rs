@@ -157,21 +157,26 @@ fn time_driver(
     failure.into_inner()
 }
 
-/// Runs the cost pass for a driver and returns the row with costs filled in.
+/// Runs the cost pass for a driver and returns the row with costs filled in. `call_took` is
+/// how long one call took in verification: calls that take long get fewer of them.
 fn with_cost_pass(
     h: &mut Harness,
     row: Row,
     driver: &mut Driver,
     w: &Workload,
     items: &[(&[u8], &[u8])],
-    slow: bool,
+    call_took: Duration,
 ) -> Row {
-    // A client that is slow by design (~40 ms a round trip) gets 50 calls: 2 s, not 4 minutes.
-    let calls = if slow {
-        50
-    } else {
-        cost_pass_calls(&w.cell, h.settings.mode)
+    // About a second of calls (half in the quick run), at least 10 for request/response cells
+    // (percentiles), and never more than the cell's count: the `memcache` crate's 1,000-item
+    // default loop takes 0.2 s a call, and 100 of them would be 20 s per client.
+    let budget = match h.settings.mode {
+        Mode::Full => 1.0,
+        Mode::Quick | Mode::Test => 0.5,
     };
+    let fits = (budget / call_took.as_secs_f64().max(1e-9)).ceil() as u64;
+    let at_least = if w.cell.is_request_response() { 10 } else { 1 };
+    let calls = cost_pass_calls(&w.cell, h.settings.mode).min(fits.max(at_least));
     let outcome = costs::measure(
         h.count_syscalls,
         calls,
@@ -391,7 +396,7 @@ fn run_pair(
             match failure {
                 Some(err) => row.fail("failed", pair_error(h, cell, "during timing", err)),
                 None if h.settings.mode == Mode::Test => {
-                    with_cost_pass(h, row, &mut driver, w, items, slow)
+                    with_cost_pass(h, row, &mut driver, w, items, verified_in)
                 }
                 None => match h.wall(cell, spec.name) {
                     Ok(interval) => with_cost_pass(
@@ -400,7 +405,7 @@ fn run_pair(
                         &mut driver,
                         w,
                         items,
-                        slow,
+                        verified_in,
                     ),
                     Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
                 },
@@ -550,7 +555,7 @@ fn floor_row(
             let row = match time_driver(group, name, &mut driver, w, &[]) {
                 Some(err) => row.fail("failed", format!("during timing: {err}")),
                 None if h.settings.mode == Mode::Test => {
-                    with_cost_pass(h, row, &mut driver, w, &[], false)
+                    with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO)
                 }
                 None => match h.wall(cell, name) {
                     Ok(interval) => {
@@ -558,7 +563,7 @@ fn floor_row(
                             interval,
                             &format!("criterion ({client_name} against a canned reply)"),
                         );
-                        with_cost_pass(h, row, &mut driver, w, &[], false)
+                        with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO)
                     }
                     Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
                 },
