@@ -625,15 +625,17 @@ fn run() -> Result<()> {
     let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     let settings = Settings::from_env(test_flag)?;
     let placement = settings.placement;
-    if let Some(cpu) = placement.client_cpu {
-        kvbench_servers::pin_current_thread(cpu)
-            .with_context(|| format!("pinning the bench to CPU {cpu}"))?;
-    }
+    // Servers first: the thread that starts (and restarts) them must keep every CPU, and the
+    // bench's own pinning below applies to this thread only.
     let servers = Servers::start(&StartOptions {
         redis_cpu: placement.server_cpu,
         memcached_cpu: placement.server_cpu,
         ..StartOptions::default()
     })?;
+    if let Some(cpu) = placement.client_cpu {
+        kvbench_servers::pin_current_thread(cpu)
+            .with_context(|| format!("pinning the bench to CPU {cpu}"))?;
+    }
 
     let id = run_id(&settings);
     let reports = results::reports_dir();

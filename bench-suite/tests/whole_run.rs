@@ -121,9 +121,17 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 #[test]
 fn a_server_dying_mid_cell_fails_that_cell_and_the_run_goes_on() {
     let killed_cell = "redis/get/3B/tcp";
+    // Split placement where there are two CPUs: the restart must then happen from a benchmark
+    // pinned to another CPU than the one the server is pinned to.
+    let placement = if kvbench_bench_suite::results::online_cpus() >= 2 {
+        "split"
+    } else {
+        "same-core"
+    };
     let run = run_matrix(
         "server-dies",
         &[
+            ("PLACEMENT", placement.to_string()),
             ("CELLS", "get/3B".to_string()),
             (
                 "KVBENCH_FAULT_STOP_SERVER",

@@ -643,7 +643,7 @@ fn find_binary(backend: Backend, env: &dyn Fn(&str) -> Option<OsString>) -> Resu
 
 fn check_cpu(backend: Backend, cpu: Option<usize>) -> Result<()> {
     let Some(cpu) = cpu else { return Ok(()) };
-    let allowed = process::allowed_cpus().map_err(|source| Error::Io {
+    let allowed = process::spawner_cpus().map_err(|source| Error::Io {
         context: "sched_getaffinity".into(),
         source,
     })?;

@@ -248,8 +248,15 @@ fn cpu_set(cpu: usize) -> libc::cpu_set_t {
     set
 }
 
-/// The cpus this process may run on (children can only be pinned to one of these).
-pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
+/// The cpus the spawner thread may run on, which its children inherit and can be pinned within.
+/// Asked of the spawner, not of the caller: a benchmark that pins its own thread to one CPU after
+/// starting the servers must still be able to restart a server on another.
+pub(crate) fn spawner_cpus() -> io::Result<Vec<usize>> {
+    on_spawner_thread(allowed_cpus)?
+}
+
+/// The cpus the calling thread may run on.
+fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: all-zero is a valid empty set; the kernel fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid cpu_set_t of the size we pass.
