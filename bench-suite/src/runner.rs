@@ -168,19 +168,25 @@ fn with_cost_pass(
     call_took: Duration,
     slow: bool,
 ) -> Row {
-    // About a second of calls (half in the quick run), at least 10 for request/response cells
-    // (percentiles), and never more than the cell's count: the `memcache` crate's 1,000-item
-    // default loop takes 0.2 s a call, and 100 of them would be 20 s per client.
+    // About a second of calls (0.15 s in the quick run), at least 10 for request/response
+    // cells (percentiles), and never more than the cell's count: the `memcache` crate's
+    // 1,000-item default loop takes 0.2 s a call, and 100 of them would be 20 s per client.
     let budget = match h.settings.mode {
         Mode::Full => 1.0,
-        Mode::Quick | Mode::Test => 0.5,
+        Mode::Quick => 0.15,
+        Mode::Test => 0.5,
     };
     let fits = (budget / call_took.as_secs_f64().max(1e-9)).ceil() as u64;
     let at_least = if w.cell.is_request_response() { 10 } else { 1 };
     let calls = cost_pass_calls(&w.cell, h.settings.mode).min(fits.max(at_least));
     // A client slow by design (~40 ms a round trip once its connection has left TCP's quick-ACK
-    // start) may look fast in its one verification call: 50 calls, 2 s, whatever it looked like.
-    let calls = if slow { calls.min(50) } else { calls };
+    // start) may look fast in its one verification call: 50 calls, 2 s, whatever it looked like
+    // (10 in the quick run: enough for a median, the tail is the same 40 ms).
+    let calls = match (slow, h.settings.mode) {
+        (false, _) => calls,
+        (true, Mode::Quick) => calls.min(10),
+        (true, _) => calls.min(50),
+    };
     let outcome = costs::measure(
         h.count_syscalls,
         calls,
