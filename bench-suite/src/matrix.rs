@@ -176,6 +176,15 @@ impl Mode {
         }
     }
 
+    /// Bootstrap resamples of criterion's analysis: its default (100,000) for the full run; the
+    /// quick run's ten samples are summarised as well by 10,000, 40 ms sooner per function.
+    pub fn resamples(self) -> usize {
+        match self {
+            Mode::Full => 100_000,
+            Mode::Quick | Mode::Test => 10_000,
+        }
+    }
+
     /// Time given to a client without pipelining at depths of 100,000 and more: it writes as
     /// many items of the pipeline as fit (whole thousands, at least 1,000), timed once. Each
     /// item is one round trip whatever the depth, so the rate does not depend on how many ran.

@@ -683,10 +683,12 @@ fn run() -> Result<()> {
         },
         duration_s: 0.0,
         criterion_args: format!(
-            "warm_up={warm_up:?} measurement={measurement:?} sample_size={samples}; 10 flat \
+            "warm_up={warm_up:?} measurement={measurement:?} sample_size={samples} \
+             nresamples={}; 10 flat \
              samples for pipelines >= {SINGLE_SHOT_DEPTH} and clients slow by design; single \
              shots instead of criterion for clients without pipelining at depths >= \
              {SINGLE_SHOT_DEPTH} ({:?} budget) and for calls >= {:?} ({} each)",
+            settings.mode.resamples(),
             settings.mode.single_shot_budget(),
             settings.mode.long_call(),
             settings.mode.long_call_repeats(),
@@ -725,6 +727,7 @@ fn run() -> Result<()> {
         .warm_up_time(warm_up)
         .measurement_time(measurement)
         .sample_size(samples)
+        .nresamples(settings.mode.resamples())
         .output_directory(&dir.join("criterion"))
         .configure_from_args();
     let specs: Vec<ClientSpec> = kvbench_clients::all()
