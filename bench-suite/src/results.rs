@@ -247,13 +247,25 @@ fn command_output(program: &str, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
-/// `git rev-parse HEAD`, with `-dirty` when tracked files have changed.
+/// `git rev-parse HEAD`, with `-dirty` when tracked files outside reports/ have changed.
 pub fn git_sha() -> String {
     let Some(sha) = command_output("git", &["rev-parse", "HEAD"]) else {
         return "unknown".into();
     };
-    let dirty = command_output("git", &["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|status| !status.is_empty());
+    // `-dirty` when tracked code differs from the commit. Changes under reports/ do not count:
+    // the suite writes there itself (regenerating the committed reference run rewrites it).
+    let dirty = command_output(
+        "git",
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ":/",
+            ":(top,exclude)reports",
+        ],
+    )
+    .is_some_and(|status| !status.is_empty());
     if dirty { format!("{sha}-dirty") } else { sha }
 }
 
