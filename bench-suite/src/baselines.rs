@@ -41,7 +41,7 @@ fn requests(cell: &Cell, mode: Mode) -> u64 {
     };
     match mode {
         Mode::Full => full,
-        Mode::Quick => (full / 20).max(cell.pipeline as u64),
+        Mode::Quick => (full / 50).max(cell.pipeline as u64),
         Mode::Test => (full / 100).max(cell.pipeline as u64),
     }
 }

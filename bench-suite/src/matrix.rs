@@ -171,7 +171,7 @@ impl Mode {
     pub fn timing(self) -> (Duration, Duration, usize) {
         match self {
             Mode::Full => (Duration::from_millis(500), Duration::from_millis(1500), 30),
-            Mode::Quick => (Duration::from_millis(30), Duration::from_millis(170), 10),
+            Mode::Quick => (Duration::from_millis(20), Duration::from_millis(130), 10),
             Mode::Test => (Duration::from_millis(200), Duration::from_millis(500), 10),
         }
     }
@@ -191,7 +191,7 @@ impl Mode {
     pub fn single_shot_budget(self) -> Duration {
         match self {
             Mode::Full => Duration::from_secs(3),
-            Mode::Quick => Duration::from_millis(250),
+            Mode::Quick => Duration::from_millis(150),
             Mode::Test => Duration::from_secs(1),
         }
     }

@@ -168,12 +168,12 @@ fn with_cost_pass(
     call_took: Duration,
     slow: bool,
 ) -> Row {
-    // About a second of calls (0.15 s in the quick run), at least 10 for request/response
+    // About a second of calls (0.1 s in the quick run), at least 10 for request/response
     // cells (percentiles), and never more than the cell's count: the `memcache` crate's
     // 1,000-item default loop takes 0.2 s a call, and 100 of them would be 20 s per client.
     let budget = match h.settings.mode {
         Mode::Full => 1.0,
-        Mode::Quick => 0.15,
+        Mode::Quick => 0.1,
         Mode::Test => 0.5,
     };
     let fits = (budget / call_took.as_secs_f64().max(1e-9)).ceil() as u64;
