@@ -37,6 +37,21 @@ fn bench_options() -> Options {
     }
 }
 
+/// `pair <cell>/<client>: <status> (<how it was timed, or why not>)`, one line per row.
+pub fn pair_line(row: &Row) -> String {
+    let detail = match (&row.error, row.ops_per_sec, &row.timing) {
+        (Some(error), _, _) => error.clone(),
+        (None, Some(ops), Some(timing)) => format!("{ops:.0} ops/s; {timing}"),
+        (None, None, Some(timing)) => timing.clone(),
+        (None, Some(ops), None) => format!("{ops:.0} ops/s"),
+        (None, None, None) => String::from("verified"),
+    };
+    format!(
+        "pair {}/{}: {} ({detail})",
+        row.cell, row.client, row.status
+    )
+}
+
 /// Calls in a cost pass: enough operations for stable per-op numbers, a fraction of a second.
 fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
     let calls = match cell.op {
@@ -68,7 +83,11 @@ struct Harness {
 }
 
 impl Harness {
+    /// Records a row and lists its pair: criterion prints only the pairs it times, and a run
+    /// (`--test` included) must account for every one, single shots, baselines and refused or
+    /// failed pairs too.
     fn push(&self, row: Row) {
+        eprintln!("{}", pair_line(&row));
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
         results.rows.push(row);
     }

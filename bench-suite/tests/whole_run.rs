@@ -74,6 +74,20 @@ fn run_matrix(name: &str, env: &[(&str, String)]) -> Run {
     }
 }
 
+/// Every row of the run was listed on stderr as it was recorded (`--test` must account for every
+/// pair, not only those criterion times).
+fn assert_every_pair_listed(run: &Run) {
+    assert!(!run.results.rows.is_empty());
+    for row in &run.results.rows {
+        let line = kvbench_bench_suite::runner::pair_line(row);
+        assert!(
+            run.stderr.lines().any(|printed| printed == line),
+            "{line:?} not listed; stderr:\n{}",
+            run.stderr
+        );
+    }
+}
+
 fn rows_of<'a>(results: &'a Results, cell: &str) -> Vec<&'a Row> {
     results.rows.iter().filter(|row| row.cell == cell).collect()
 }
@@ -146,6 +160,7 @@ fn a_server_dying_mid_cell_fails_that_cell_and_the_run_goes_on() {
         Some(1),
         "failed pairs fail the run; stderr:\n{stderr}"
     );
+    assert_every_pair_listed(&run);
 
     // The pair the server died under, and every later client of the cell: failed, with why.
     let killed = rows_of(results, killed_cell);
@@ -308,6 +323,7 @@ fn the_quick_matrix_on_external_servers_leaves_foreign_data_untouched() {
         "the run passes; stderr:\n{}",
         run.stderr
     );
+    assert_every_pair_listed(&run);
     assert!(results.run.servers.redis.external && results.run.servers.memcached.external);
 
     // Every quick cell the URLs reach ran, with every client; the others say why not.
