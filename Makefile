@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test setup lint fmt bench bench-quick bench-smoke
+.PHONY: test setup lint fmt bench bench-quick bench-smoke schema reference
 
 ## Installs the servers (redis-server, memcached, redis-tools) if missing.
 setup:
@@ -17,6 +17,10 @@ test: setup lint
 
 ## The benchmark matrix. Settings (environment): PLACEMENT=same-core|split|none,
 ## CLIENTS=raw-tcp,fred  CELLS=get,unix  RUN_ID=name. Results: reports/<run-id>/.
+## REPEAT=K runs each cell K times, interleaved, each time against freshly started servers, and
+## records the run-to-run spread; REPEAT_CELLS=get/3B,pipeline_set/1000000 repeats only the cells
+## whose id contains one of these (+ joins words that must all be there). ORDER_SEED=n replays a
+## run's client order.
 ## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
 ## as long, because plotting dominates on a 2-CPU machine.
 bench: setup
@@ -29,6 +33,16 @@ bench-quick: setup
 ## build needed): criterion runs in test mode when started without --bench.
 bench-smoke: setup
 	$(CARGO) test -p kvbench-bench-suite --bench matrix
+
+## Rewrites reports/results.schema.json from the result types (kvbench-results).
+schema:
+	KVBENCH_WRITE_SCHEMA=1 $(CARGO) test -q -p kvbench-results --test schema committed_schema_matches_the_types
+
+## The committed reference run: the full matrix, its headline cells (Redis and memcached GET 3 B and
+## pipelined SET 1M, TCP and Unix) three times, interleaved; then its split-placement twin.
+reference:
+	RUN_ID=reference REPEAT=3 REPEAT_CELLS=get/3B,pipeline_set/1000000 $(MAKE) --no-print-directory bench
+	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
 
 lint:
 	$(CARGO) fmt --all --check

@@ -1,4 +1,4 @@
-//! Same-run baselines: `redis-benchmark` (the hiredis C client) on every Redis cell it can
+//! Same-run baselines: `redis-benchmark` (the benchmark tool shipped with Redis) on every Redis cell it can
 //! express, and a loopback floor — a server that does no work — so every row can be read as a
 //! multiple of what the transport itself costs.
 
@@ -14,12 +14,12 @@ use kvbench_core::{Backend, Endpoint, Transport};
 
 use crate::drivers::Workload;
 use crate::matrix::{Cell, Mode, Op, SET_EX_TTL};
-use crate::results::{Interval, Latency, Row};
+use crate::results::{self, Latency, Row, RowExt, Status, Wall};
 
 /// Name of the redis-benchmark rows.
-pub const REDIS_BENCHMARK: &str = "redis-benchmark";
+pub const REDIS_BENCHMARK: &str = kvbench_results::REDIS_BENCHMARK;
 /// Name of the loopback floor rows.
-pub const LOOPBACK_FLOOR: &str = "loopback-floor";
+pub const LOOPBACK_FLOOR: &str = kvbench_results::LOOPBACK_FLOOR;
 /// The key redis-benchmark uses when not given `-r`.
 const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
 /// Runs per baseline; the reported interval is the lowest and highest of them. A `--test` run
@@ -55,15 +55,18 @@ pub fn redis_benchmark(
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
 ) -> Row {
-    let row = Row::new(cell, REDIS_BENCHMARK, "baseline");
+    let row = results::new_row(cell, REDIS_BENCHMARK, kvbench_results::Kind::Baseline);
     match run_redis_benchmark(cell, endpoint, cpu, mode, prepare) {
         Ok((wall, latency)) => {
-            let timing = format!("redis-benchmark (min..max of {} runs)", runs(mode));
+            let timing = format!(
+                "redis-benchmark: median of {} runs back to back, interval their range",
+                runs(mode)
+            );
             let mut row = row.with_wall(wall, &timing);
             row.latency_ns = latency;
             row
         }
-        Err(err) => row.fail("failed", format!("{err:#}")),
+        Err(err) => row.fail(Status::Failed, format!("{err:#}")),
     }
 }
 
@@ -73,7 +76,7 @@ fn run_redis_benchmark(
     cpu: Option<usize>,
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
-) -> Result<(Interval, Option<Latency>)> {
+) -> Result<(Wall, Option<Latency>)> {
     let value = "x".repeat(cell.value_size);
     let mut args: Vec<String> = match endpoint {
         Endpoint::Tcp(addr) => {
@@ -145,16 +148,8 @@ fn run_redis_benchmark(
         rps.push(run_rps);
         latency = Some(run_latency);
     }
-    let mean_rps = rps.iter().sum::<f64>() / rps.len() as f64;
-    let ns = |r: f64| 1e9 / r;
-    let (min, max) = rps
-        .iter()
-        .fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-    let wall = Interval {
-        mean: ns(mean_rps),
-        lower: ns(max),
-        upper: ns(min),
-    };
+    let per_op: Vec<f64> = rps.iter().map(|r| 1e9 / r).collect();
+    let wall = results::wall_of(&per_op).context("redis-benchmark made no run")?;
     // Percentiles of a pipelined run are per batch, not per command: leave them out.
     Ok((wall, latency.filter(|_| cell.is_request_response())))
 }

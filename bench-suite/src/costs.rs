@@ -80,6 +80,25 @@ pub fn process_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// User and system CPU time of the whole process (every thread) so far, from `getrusage`.
+///
+/// The split between the two is the kernel's: with tick-based accounting it samples which mode
+/// each tick found the process in and divides the precise total in that proportion, so a cost
+/// pass of a second (a few hundred ticks) gives it to within a few percent, a tenth of a second
+/// (the quick run) more roughly.
+pub fn user_and_system_time() -> (Duration, Duration) {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let time = |tv: libc::timeval| {
+        Duration::new(tv.tv_sec.max(0) as u64, (tv.tv_usec.max(0) as u32) * 1_000)
+    };
+    (time(usage.ru_utime), time(usage.ru_stime))
+}
+
 /// The system calls that move bytes through a socket. Clients reach the same socket through
 /// different calls (std reads a socket with `recv`, which is the `recvfrom` syscall, and writes
 /// with `write`; fred writes with `writev`), so the whole family is counted.
@@ -198,6 +217,10 @@ pub struct Costs {
     pub all_syscalls_per_op: Option<f64>,
     /// Allocations per op.
     pub allocs_per_op: Option<f64>,
+    /// The user-space part of the CPU time per op (`getrusage`), ns.
+    pub user_ns_per_op: Option<f64>,
+    /// The kernel part of the CPU time per op (`getrusage`), ns.
+    pub sys_ns_per_op: Option<f64>,
     /// Bytes allocated per op.
     pub alloc_bytes_per_op: Option<f64>,
     /// Latency percentiles of single operations, ns (request/response cells only).
@@ -208,19 +231,43 @@ pub struct Costs {
     pub elapsed: Duration,
 }
 
-/// Runs `run(n, each)` — which performs `n` timed calls, each covering `ops_per_call`
-/// operations, reporting each call's duration to `each` — and measures its costs. Syscalls are
-/// counted when `count_syscalls` is set and the counters can be opened.
+/// Measures the costs of `run(n, each)` — which performs `n` calls, each covering
+/// `ops_per_call` operations, reporting each call's duration to `each` — in two passes:
+///
+/// 1. a clean pass of `calls` calls, timed one by one: latency percentiles and CPU time (user
+///    and system) come from here, with nothing else watching;
+/// 2. a counting pass of `count_calls` calls with the syscall tracepoints (when `count_syscalls`
+///    is set and they open) and the counting allocator on. Counting every system call costs the
+///    kernel time on each one, so timing under it would inflate both the latency and the system
+///    CPU time; the counts themselves are the same per operation in either pass.
 pub fn measure(
     count_syscalls: bool,
-    calls: u64,
+    (calls, count_calls): (u64, u64),
     ops_per_call: u64,
     with_latency: bool,
-    run: impl FnOnce(u64, &mut dyn FnMut(Duration)) -> kvbench_core::Result<()>,
+    mut run: impl FnMut(u64, &mut dyn FnMut(Duration)) -> kvbench_core::Result<()>,
 ) -> kvbench_core::Result<Costs> {
     // 3 significant digits from 1 ns to 60 s: enough for 8 us round trips and 1 s pipelines.
     let mut histogram =
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+    let cpu_before = process_cpu_time();
+    let rusage_before = user_and_system_time();
+    let mut elapsed_total = Duration::ZERO;
+    run(calls, &mut |elapsed| {
+        elapsed_total += elapsed;
+        if with_latency {
+            let _ = histogram.record(elapsed.as_nanos().max(1) as u64);
+        }
+    })?;
+    let cpu = process_cpu_time() - cpu_before;
+    let (user, system) = {
+        let (user_after, system_after) = user_and_system_time();
+        (
+            user_after.saturating_sub(rusage_before.0),
+            system_after.saturating_sub(rusage_before.1),
+        )
+    };
+
     let mut syscalls = if count_syscalls {
         SyscallCounter::open().ok()
     } else {
@@ -231,17 +278,7 @@ pub fn measure(
     }
     let (allocs_before, bytes_before) = CountingAllocator::counts();
     CountingAllocator::enable(true);
-    let cpu_before = process_cpu_time();
-
-    let mut elapsed_total = Duration::ZERO;
-    let result = run(calls, &mut |elapsed| {
-        elapsed_total += elapsed;
-        if with_latency {
-            let _ = histogram.record(elapsed.as_nanos().max(1) as u64);
-        }
-    });
-
-    let cpu = process_cpu_time() - cpu_before;
+    let result = run(count_calls, &mut |_| {});
     CountingAllocator::enable(false);
     let (allocs_after, bytes_after) = CountingAllocator::counts();
     let counted = match syscalls {
@@ -253,15 +290,19 @@ pub fn measure(
         None => None,
     };
     result?;
+    let counted_ops = (count_calls * ops_per_call).max(1) as f64;
+    let per_counted_op = |n: f64| n / counted_ops;
 
     let ops = calls * ops_per_call;
     let per_op = |n: f64| n / ops as f64;
     Ok(Costs {
         cpu_ns_per_op: Some(per_op(cpu.as_nanos() as f64)),
-        syscalls_per_op: counted.map(|(io, _)| per_op(io as f64)),
-        all_syscalls_per_op: counted.map(|(_, all)| per_op(all as f64)),
-        allocs_per_op: Some(per_op((allocs_after - allocs_before) as f64)),
-        alloc_bytes_per_op: Some(per_op((bytes_after - bytes_before) as f64)),
+        user_ns_per_op: Some(per_op(user.as_nanos() as f64)),
+        sys_ns_per_op: Some(per_op(system.as_nanos() as f64)),
+        syscalls_per_op: counted.map(|(io, _)| per_counted_op(io as f64)),
+        all_syscalls_per_op: counted.map(|(_, all)| per_counted_op(all as f64)),
+        allocs_per_op: Some(per_counted_op((allocs_after - allocs_before) as f64)),
+        alloc_bytes_per_op: Some(per_counted_op((bytes_after - bytes_before) as f64)),
         latency_ns: (with_latency && !histogram.is_empty()).then(|| {
             [
                 histogram.value_at_quantile(0.5),

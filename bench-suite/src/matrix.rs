@@ -6,33 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use kvbench_core::{Backend, Transport};
 
-/// The operation a cell measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Op {
-    /// GET of a key that holds a value of the cell's size.
-    Get,
-    /// GET of a key that does not exist.
-    GetMiss,
-    /// SET of a value of the cell's size.
-    Set,
-    /// SET with a 100 s expiry (`SET k v EX 100`; memcached `set k 0 100 n`).
-    SetEx,
-    /// `set_many` of `pipeline` items `foo` = `bar`.
-    PipelineSet,
-}
-
-impl Op {
-    /// Name used in cell ids and results files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Op::Get => "get",
-            Op::GetMiss => "get_miss",
-            Op::Set => "set",
-            Op::SetEx => "set_ex",
-            Op::PipelineSet => "pipeline_set",
-        }
-    }
-}
+pub use kvbench_results::Op;
 
 /// Expiry used by SET EX cells, in seconds.
 pub const SET_EX_TTL: u32 = 100;
@@ -158,10 +132,15 @@ pub enum Mode {
 impl Mode {
     /// Name recorded in results.json.
     pub fn as_str(self) -> &'static str {
+        self.record().as_str()
+    }
+
+    /// The schema's name for it.
+    pub fn record(self) -> kvbench_results::Mode {
         match self {
-            Mode::Full => "full",
-            Mode::Quick => "quick",
-            Mode::Test => "test",
+            Mode::Full => kvbench_results::Mode::Full,
+            Mode::Quick => kvbench_results::Mode::Quick,
+            Mode::Test => kvbench_results::Mode::Test,
         }
     }
 
@@ -258,10 +237,19 @@ impl Placement {
 
     /// Name recorded in results.json.
     pub fn mode_str(&self) -> &'static str {
-        match self.mode {
-            PlacementMode::SameCore => "same-core",
-            PlacementMode::Split => "split",
-            PlacementMode::None => "none",
+        self.record().mode.as_str()
+    }
+
+    /// As recorded in results.json.
+    pub fn record(&self) -> kvbench_results::Placement {
+        kvbench_results::Placement {
+            mode: match self.mode {
+                PlacementMode::SameCore => kvbench_results::PlacementMode::SameCore,
+                PlacementMode::Split => kvbench_results::PlacementMode::Split,
+                PlacementMode::None => kvbench_results::PlacementMode::None,
+            },
+            server_cpu: self.server_cpu.map(|cpu| cpu as u32),
+            client_cpu: self.client_cpu.map(|cpu| cpu as u32),
         }
     }
 }
@@ -279,6 +267,14 @@ pub struct Settings {
     pub cells: Vec<String>,
     /// `RUN_ID`: the folder under `reports/`; default: the start time and mode.
     pub run_id: Option<String>,
+    /// `REPEAT=K`: how many times the repeated cells run, each time against freshly started
+    /// servers, interleaved (every cell once, then every repeated cell again, …).
+    pub repeat: u32,
+    /// `REPEAT_CELLS=get/3B,pipeline_set/1000000`: the cells repeated, as a list of filters, any
+    /// of which a cell id must contain every `+`-joined word of; empty means every cell.
+    pub repeat_cells: Vec<String>,
+    /// `ORDER_SEED`: seed of the client order within each cell (default: from the clock).
+    pub order_seed: u64,
     /// `MODE=quick`: the quick subset of cells, also in a `--test` run.
     pub quick_cells: bool,
     /// `KVBENCH_FAULT_STOP_SERVER=<cell-id>@<client>`: a fault for tests — the cell's server
@@ -314,6 +310,21 @@ impl Settings {
                 None => bail!("KVBENCH_FAULT_STOP_SERVER={value:?}: want <cell-id>@<client>"),
             },
         };
+        let repeat = match var("REPEAT") {
+            None => 1,
+            Some(value) => match value.parse::<u32>() {
+                Ok(k) if (1..=20).contains(&k) => k,
+                _ => bail!("REPEAT={value:?}: want a number of runs from 1 to 20"),
+            },
+        };
+        let order_seed = match var("ORDER_SEED") {
+            Some(value) => value
+                .parse()
+                .with_context(|| format!("ORDER_SEED={value:?}: want a number"))?,
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+        };
         let cores = crate::results::online_cpus();
         let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
             .context("reading PLACEMENT")?;
@@ -323,6 +334,9 @@ impl Settings {
             clients: list(var("CLIENTS")),
             cells: list(var("CELLS")),
             run_id: var("RUN_ID"),
+            repeat,
+            repeat_cells: list(var("REPEAT_CELLS")),
+            order_seed,
             quick_cells: var("MODE").as_deref() == Some("quick"),
             stop_server_at,
         })
@@ -341,6 +355,33 @@ impl Settings {
                 self.cells.iter().all(|word| id.contains(word.as_str()))
             })
             .collect()
+    }
+
+    /// Whether `cell` runs again in rounds 2..=K.
+    pub fn repeats(&self, cell: &Cell) -> bool {
+        let id = cell.id();
+        self.repeat_cells.is_empty()
+            || self
+                .repeat_cells
+                .iter()
+                .any(|filter| filter.split('+').all(|word| id.contains(word)))
+    }
+
+    /// The cells in the order they run: every cell once, then, for each further round, every
+    /// repeated cell again (interleaved rather than back to back, so a slow period of the machine
+    /// does not fall on one cell's runs only). Each visit is `(round, cell)`, rounds from 1.
+    pub fn visits(&self) -> Vec<(u32, Cell)> {
+        let cells = self.cells();
+        let mut visits: Vec<(u32, Cell)> = cells.iter().map(|cell| (1, *cell)).collect();
+        for round in 2..=self.repeat {
+            visits.extend(
+                cells
+                    .iter()
+                    .filter(|cell| self.repeats(cell))
+                    .map(|cell| (round, *cell)),
+            );
+        }
+        visits
     }
 
     /// True if the client is selected.
@@ -371,6 +412,41 @@ mod tests {
         let quick = quick_matrix();
         assert_eq!(quick.len(), 20);
         assert!(quick.iter().all(|cell| full.contains(cell)));
+    }
+
+    #[test]
+    fn repeated_cells_are_interleaved_not_back_to_back() {
+        let settings = Settings {
+            mode: Mode::Quick,
+            placement: Placement::parse("none", 1).unwrap(),
+            clients: Vec::new(),
+            cells: vec!["redis".into(), "tcp".into()],
+            run_id: None,
+            repeat: 3,
+            repeat_cells: vec!["get/3B".into(), "pipeline_set+100000".into()],
+            order_seed: 1,
+            quick_cells: true,
+            stop_server_at: None,
+        };
+        let visits: Vec<String> = settings
+            .visits()
+            .iter()
+            .map(|(round, cell)| format!("{round} {cell}"))
+            .collect();
+        assert_eq!(
+            visits,
+            [
+                "1 redis/get/3B/tcp",
+                "1 redis/get/1MiB/tcp",
+                "1 redis/get_miss/none/tcp",
+                "1 redis/set_ex/100KiB/tcp",
+                "1 redis/pipeline_set/100000/tcp",
+                "2 redis/get/3B/tcp",
+                "2 redis/pipeline_set/100000/tcp",
+                "3 redis/get/3B/tcp",
+                "3 redis/pipeline_set/100000/tcp",
+            ]
+        );
     }
 
     #[test]

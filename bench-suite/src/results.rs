@@ -5,202 +5,83 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+
+use kvbench_core::{Backend, Kind, Transport};
 
 use crate::costs::Costs;
 use crate::matrix::Cell;
 
-/// The whole file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Results {
-    /// When, where and how the run was made.
-    pub run: Run,
-    /// One row per (cell, client), baselines included.
-    pub rows: Vec<Row>,
-}
+pub use kvbench_results::{
+    Interval, IntervalKind, Latency, Results, Row, Run, SCHEMA_VERSION, Status, Wall,
+};
 
-/// The run's environment and settings.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
-    /// Folder name under `reports/`.
-    pub id: String,
-    /// RFC 3339 UTC start time.
-    pub started_at: String,
-    /// RFC 3339 UTC end time (null while running).
-    pub finished_at: Option<String>,
-    /// `git rev-parse HEAD` (with `-dirty` if the tree had changes).
-    pub git_sha: String,
-    /// full, quick or test.
-    pub mode: String,
-    /// `rustc --version`.
-    pub rustc: String,
-    /// Kernel release.
-    pub kernel: String,
-    /// CPU model name.
-    pub cpu_model: String,
-    /// CPUs available to the process.
-    pub cores: usize,
-    /// CPU placement.
-    pub placement: PlacementRecord,
-    /// Server versions and configuration.
-    pub servers: ServersRecord,
-    /// Run time so far, seconds.
-    pub duration_s: f64,
-    /// criterion's warm-up and measurement time and sample size.
-    pub criterion_args: String,
-    /// Filters the run was given (`CLIENTS`, `CELLS`).
-    pub filters: String,
-    /// Why a measurement is missing from every row (for example, no syscall counters).
-    pub notes: Vec<String>,
-}
-
-/// Placement as recorded.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlacementRecord {
-    /// same-core, split or none.
-    pub mode: String,
-    /// CPU the servers were pinned to.
-    pub server_cpu: Option<usize>,
-    /// CPU the benchmark was pinned to.
-    pub client_cpu: Option<usize>,
-}
-
-/// Both servers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServersRecord {
-    /// Redis.
-    pub redis: ServerRecord,
-    /// memcached.
-    pub memcached: ServerRecord,
-}
-
-/// One server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServerRecord {
-    /// Version it reported.
-    pub version: String,
-    /// Command lines it was started with, or the external URL.
-    pub config: String,
-    /// True if given by URL.
-    pub external: bool,
-}
-
-/// Mean and 95% confidence interval of wall time per operation, ns.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Interval {
-    /// Point estimate.
-    pub mean: f64,
-    /// Lower bound.
-    pub lower: f64,
-    /// Upper bound.
-    pub upper: f64,
-}
-
-/// Latency percentiles, ns.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Latency {
-    /// Median.
-    pub p50: u64,
-    /// 99th percentile.
-    pub p99: u64,
-    /// 99.9th percentile (redis-benchmark does not report it).
-    pub p999: Option<u64>,
-}
-
-/// One (cell, client) pair.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
-    /// Group id, e.g. `redis/get/3B/unix`.
-    pub cell: String,
-    /// redis or memcached.
-    pub backend: String,
-    /// get, get_miss, set, set_ex or pipeline_set.
-    pub op: String,
-    /// Value size, bytes.
-    pub value_size: usize,
-    /// Commands per call (1 outside pipelines).
-    pub pipeline: usize,
-    /// tcp or unix.
-    pub transport: String,
-    /// Client name.
-    pub client: String,
-    /// hand-written, library or baseline.
-    pub kind: String,
-    /// ok, failed or unsupported.
-    pub status: String,
-    /// Why it failed or is unsupported.
-    pub error: Option<String>,
-    /// Operations (commands) per second.
-    pub ops_per_sec: Option<f64>,
-    /// Wall time per operation.
-    pub wall_ns_per_op: Option<Interval>,
-    /// How the wall time was measured: `criterion`, `single-shot` or the baseline tool.
-    pub timing: Option<String>,
-    /// Process CPU time per op.
-    pub cpu_ns_per_op: Option<f64>,
-    /// Socket read/write-family syscalls per op.
-    pub syscalls_per_op: Option<f64>,
-    /// All syscalls per op.
-    pub all_syscalls_per_op: Option<f64>,
-    /// Allocations per op.
-    pub allocs_per_op: Option<f64>,
-    /// Bytes allocated per op.
-    pub alloc_bytes_per_op: Option<f64>,
-    /// Percentiles of single operations (request/response cells).
-    pub latency_ns: Option<Latency>,
-    /// criterion's report for the cell, relative to the run folder.
-    pub criterion_report: Option<String>,
-    /// Wall-clock seconds the run spent on this pair: connect, verify, time, cost pass.
-    #[serde(default)]
-    pub seconds: Option<f64>,
-}
-
-impl Row {
-    /// A row for `client` in `cell` with nothing measured yet.
-    pub fn new(cell: &Cell, client: &str, kind: &str) -> Row {
-        Row {
-            cell: cell.id(),
-            backend: cell.backend.to_string(),
-            op: cell.op.as_str().to_string(),
-            value_size: cell.value_size,
-            pipeline: cell.pipeline,
-            transport: cell.transport.to_string(),
-            client: client.to_string(),
-            kind: kind.to_string(),
-            status: "ok".to_string(),
-            error: None,
-            ops_per_sec: None,
-            wall_ns_per_op: None,
-            timing: None,
-            cpu_ns_per_op: None,
-            syscalls_per_op: None,
-            all_syscalls_per_op: None,
-            allocs_per_op: None,
-            alloc_bytes_per_op: None,
-            latency_ns: None,
-            criterion_report: None,
-            seconds: None,
-        }
+/// The schema's name for a core enum.
+pub fn backend(backend: Backend) -> kvbench_results::Backend {
+    match backend {
+        Backend::Redis => kvbench_results::Backend::Redis,
+        Backend::Memcached => kvbench_results::Backend::Memcached,
     }
+}
 
+/// The schema's name for a core enum.
+pub fn transport(transport: Transport) -> kvbench_results::Transport {
+    match transport {
+        Transport::Tcp => kvbench_results::Transport::Tcp,
+        Transport::Unix => kvbench_results::Transport::Unix,
+    }
+}
+
+/// The schema's name for a core enum.
+pub fn kind(kind: Kind) -> kvbench_results::Kind {
+    match kind {
+        Kind::HandWritten => kvbench_results::Kind::HandWritten,
+        Kind::Library => kvbench_results::Kind::Library,
+    }
+}
+
+/// A row for `client` in `cell` with nothing measured yet.
+pub fn new_row(cell: &Cell, client: &str, kind: kvbench_results::Kind) -> Row {
+    let key = kvbench_results::RowKey {
+        backend: backend(cell.backend),
+        op: cell.op,
+        value_size: cell.value_size as u64,
+        pipeline: cell.pipeline as u64,
+        transport: transport(cell.transport),
+        concurrency: 1,
+        client: client.to_string(),
+    };
+    Row::new(cell.id(), key, kind)
+}
+
+/// Building a row as a pair goes through verification, timing and the cost pass.
+pub trait RowExt: Sized {
     /// Marks the row failed (or unsupported) with a reason.
-    pub fn fail(mut self, status: &str, error: impl ToString) -> Row {
-        self.status = status.to_string();
+    fn fail(self, status: Status, error: impl ToString) -> Self;
+    /// Sets the time per operation (and ops/s from its median), measured once.
+    fn with_wall(self, wall: Wall, timing: &str) -> Self;
+    /// Copies the cost pass into the row.
+    fn with_costs(self, costs: &Costs) -> Self;
+}
+
+impl RowExt for Row {
+    fn fail(mut self, status: Status, error: impl ToString) -> Row {
+        self.status = status;
         self.error = Some(error.to_string());
         self
     }
 
-    /// Sets wall time per op (and ops/s from it).
-    pub fn with_wall(mut self, wall: Interval, timing: &str) -> Row {
-        self.ops_per_sec = Some(1e9 / wall.mean);
+    fn with_wall(mut self, wall: Wall, timing: &str) -> Row {
+        self.ops_per_sec = Some(1e9 / wall.median);
         self.wall_ns_per_op = Some(wall);
         self.timing = Some(timing.to_string());
+        self.runs = 1;
         self
     }
 
-    /// Copies the cost pass into the row.
-    pub fn with_costs(mut self, costs: &Costs) -> Row {
+    fn with_costs(mut self, costs: &Costs) -> Row {
         self.cpu_ns_per_op = costs.cpu_ns_per_op;
+        self.user_ns_per_op = costs.user_ns_per_op;
+        self.sys_ns_per_op = costs.sys_ns_per_op;
         self.syscalls_per_op = costs.syscalls_per_op;
         self.all_syscalls_per_op = costs.all_syscalls_per_op;
         self.allocs_per_op = costs.allocs_per_op;
@@ -214,6 +95,139 @@ impl Row {
     }
 }
 
+/// The median of some numbers (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 1 {
+        sorted[middle]
+    } else {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    })
+}
+
+/// A time per operation from a few separate measurements (single calls, baseline runs, runs of
+/// a cell), ns: their median, their mean, and their range; no interval for just one.
+pub fn wall_of(measurements: &[f64]) -> Option<Wall> {
+    let median = median(measurements)?;
+    let n = measurements.len();
+    let (lower, upper) = measurements
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    Some(Wall {
+        median,
+        mean: Some(measurements.iter().sum::<f64>() / n as f64),
+        interval: (n >= 2).then_some(Interval {
+            kind: IntervalKind::Range,
+            n: n as u32,
+            lower,
+            upper,
+        }),
+    })
+}
+
+/// One row from the K runs of a pair: the median of the runs' medians as the headline, their
+/// range as the interval, the spread (max/min ops/s), the median of each cost, every flag. A run
+/// that failed fails the row, with its error.
+pub fn merge(runs: &[Row]) -> Row {
+    let mut row = runs[0].clone();
+    if runs.len() == 1 {
+        return row;
+    }
+    row.seconds = Some(runs.iter().filter_map(|r| r.seconds).sum());
+    if let Some((i, failed)) = runs.iter().enumerate().find(|(_, r)| !r.is_ok()) {
+        let mut failed = failed.clone();
+        failed.error = Some(format!(
+            "run {} of {}: {}",
+            i + 1,
+            runs.len(),
+            failed.error.clone().unwrap_or_default()
+        ));
+        failed.seconds = row.seconds;
+        return failed;
+    }
+    let medians: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.wall_ns_per_op.map(|w| w.median))
+        .collect();
+    if medians.len() == runs.len() {
+        let mut wall = wall_of(&medians).expect("at least one run");
+        let means: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.wall_ns_per_op.and_then(|w| w.mean))
+            .collect();
+        wall.mean =
+            (means.len() == runs.len()).then(|| means.iter().sum::<f64>() / means.len() as f64);
+        row.ops_per_sec = Some(1e9 / wall.median);
+        row.spread = wall.interval.map(|i| i.upper / i.lower);
+        row.wall_ns_per_op = Some(wall);
+        row.runs = runs.len() as u32;
+        row.timing = Some(format!(
+            "median of {} runs, each against freshly started servers; each run: {}",
+            runs.len(),
+            runs[0].timing.clone().unwrap_or_default()
+        ));
+    }
+    let each = |field: fn(&Row) -> Option<f64>| {
+        let values: Vec<f64> = runs.iter().filter_map(field).collect();
+        median(&values)
+    };
+    row.cpu_ns_per_op = each(|r| r.cpu_ns_per_op);
+    row.user_ns_per_op = each(|r| r.user_ns_per_op);
+    row.sys_ns_per_op = each(|r| r.sys_ns_per_op);
+    row.syscalls_per_op = each(|r| r.syscalls_per_op);
+    row.all_syscalls_per_op = each(|r| r.all_syscalls_per_op);
+    row.allocs_per_op = each(|r| r.allocs_per_op);
+    row.alloc_bytes_per_op = each(|r| r.alloc_bytes_per_op);
+    let latencies: Vec<Latency> = runs.iter().filter_map(|r| r.latency_ns).collect();
+    if latencies.len() == runs.len() {
+        let pick = |field: fn(&Latency) -> Option<u64>| {
+            let values: Vec<f64> = latencies
+                .iter()
+                .filter_map(|l| field(l).map(|v| v as f64))
+                .collect();
+            median(&values).map(|v| v.round() as u64)
+        };
+        row.latency_ns = Some(Latency {
+            p50: pick(|l| Some(l.p50)).unwrap_or_default(),
+            p99: pick(|l| Some(l.p99)).unwrap_or_default(),
+            p999: pick(|l| l.p999),
+        });
+    }
+    row.flags = runs.iter().flat_map(|r| r.flags.clone()).collect();
+    row.flags.dedup();
+    row
+}
+
+/// Flags a request/response row whose cost-pass median latency disagrees with its headline time
+/// per operation by more than the run-to-run spread (the row's own, else the run's noise figure,
+/// else 5 %): one of the two saw a different machine than the other.
+pub fn flag_disagreement(row: &mut Row, run_noise: Option<f64>) {
+    let (Some(wall), Some(latency)) = (row.wall_ns_per_op, row.latency_ns) else {
+        return;
+    };
+    if row.pipeline != 1 || latency.p50 == 0 {
+        return;
+    }
+    let p50 = latency.p50 as f64;
+    let disagreement = p50.max(wall.median) / p50.min(wall.median);
+    let allowed = kvbench_results::verdict::spread_of(row, run_noise).unwrap_or(1.05);
+    if disagreement > allowed {
+        row.flags.push(format!(
+            "the cost pass's p50 ({:.0} ns) and the headline median ({:.0} ns) differ by {}, more \
+             than the run-to-run spread ({})",
+            p50,
+            wall.median,
+            kvbench_results::verdict::percent(disagreement),
+            kvbench_results::verdict::percent(allowed)
+        ));
+    }
+}
+
 /// The folder name criterion gives a group or function id: the characters `?"/\*<>:|^` become
 /// `_` (criterion's `make_filename_safe`, which it does not export). Ids here are ASCII and short,
 /// so its length truncation never applies.
@@ -221,8 +235,14 @@ pub fn criterion_dir_name(id: &str) -> String {
     id.replace(['?', '"', '/', '\\', '*', '<', '>', ':', '|', '^'], "_")
 }
 
-/// criterion's estimates for one function: mean and its confidence interval, ns per iteration.
-pub fn criterion_estimate(criterion_dir: &Path, group: &str, function: &str) -> Result<Interval> {
+/// criterion's estimates for one function, ns per iteration: the median with its 95 %
+/// confidence interval (`samples` is the group's sample size), and the mean beside it.
+pub fn criterion_estimate(
+    criterion_dir: &Path,
+    group: &str,
+    function: &str,
+    samples: u32,
+) -> Result<Wall> {
     let path = criterion_dir
         .join(criterion_dir_name(group))
         .join(criterion_dir_name(function))
@@ -230,12 +250,17 @@ pub fn criterion_estimate(criterion_dir: &Path, group: &str, function: &str) -> 
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let json: serde_json::Value = serde_json::from_str(&text)?;
-    let mean = &json["mean"];
     let number = |v: &serde_json::Value| v.as_f64().context("estimates.json: not a number");
-    Ok(Interval {
-        mean: number(&mean["point_estimate"])?,
-        lower: number(&mean["confidence_interval"]["lower_bound"])?,
-        upper: number(&mean["confidence_interval"]["upper_bound"])?,
+    let median = &json["median"];
+    Ok(Wall {
+        median: number(&median["point_estimate"])?,
+        mean: Some(number(&json["mean"]["point_estimate"])?),
+        interval: Some(Interval {
+            kind: IntervalKind::Ci95,
+            n: samples,
+            lower: number(&median["confidence_interval"]["lower_bound"])?,
+            upper: number(&median["confidence_interval"]["upper_bound"])?,
+        }),
     })
 }
 
@@ -331,4 +356,56 @@ pub fn update_latest(reports: &Path, id: &str) -> Result<()> {
     let latest = reports.join("latest");
     let _ = std::fs::remove_file(&latest);
     std::os::unix::fs::symlink(id, &latest).context("updating reports/latest")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Cell, Op};
+
+    fn timed(median: f64) -> Row {
+        let cell = Cell {
+            backend: Backend::Redis,
+            op: Op::Get,
+            value_size: 3,
+            pipeline: 1,
+            transport: Transport::Tcp,
+        };
+        new_row(&cell, "raw-tcp", kvbench_results::Kind::HandWritten).with_wall(
+            wall_of(&[median * 0.99, median, median * 1.01]).unwrap(),
+            "calls",
+        )
+    }
+
+    #[test]
+    fn runs_merge_into_their_median_range_and_spread() {
+        let merged = merge(&[timed(100.0), timed(110.0), timed(104.0)]);
+        let wall = merged.wall_ns_per_op.unwrap();
+        assert_eq!(wall.median, 104.0);
+        let interval = wall.interval.unwrap();
+        assert_eq!((interval.kind, interval.n), (IntervalKind::Range, 3));
+        assert_eq!((interval.lower, interval.upper), (100.0, 110.0));
+        assert_eq!(merged.runs, 3);
+        assert!((merged.spread.unwrap() - 1.1).abs() < 1e-12);
+        assert!((merged.ops_per_sec.unwrap() - 1e9 / 104.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_failed_run_fails_the_row_and_says_which() {
+        let failed = timed(100.0).fail(Status::Failed, "connect: refused");
+        let merged = merge(&[timed(100.0), failed]);
+        assert_eq!(merged.status, Status::Failed);
+        assert_eq!(
+            merged.error.as_deref(),
+            Some("run 2 of 2: connect: refused")
+        );
+    }
+
+    #[test]
+    fn one_measurement_has_no_interval() {
+        let wall = wall_of(&[5.0]).unwrap();
+        assert_eq!((wall.median, wall.interval), (5.0, None));
+        assert_eq!(timed(100.0).runs, 1);
+        assert_eq!(merge(&[timed(100.0)]).spread, None);
+    }
 }

@@ -11,14 +11,13 @@ use crate::baselines::{self, LoopbackFloor};
 use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Driver, Workload};
 use crate::matrix::{Cell, Mode, Op, Settings};
-use crate::results::{
-    self, Interval, PlacementRecord, Results, Row, Run, ServerRecord, ServersRecord,
-};
+use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
 use anyhow::{Context, Result};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, ClientSpec, Options};
+use kvbench_results::{Kind, Server, Servers as ServersRecord};
 use kvbench_servers::{Servers, StartOptions};
 
 /// Pipelines at least this deep, through a client without pipelining, are timed by a single
@@ -68,8 +67,8 @@ fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
     }
 }
 
-fn kind(spec: &ClientSpec) -> &'static str {
-    spec.kind.as_str()
+fn kind(spec: &ClientSpec) -> Kind {
+    results::kind(spec.kind)
 }
 
 struct Harness {
@@ -77,19 +76,40 @@ struct Harness {
     servers: Servers,
     dir: PathBuf,
     results: Arc<Mutex<Results>>,
+    /// Every run of every pair so far, in the order pairs first ran; `results.rows` holds one
+    /// row per pair, merged from these.
+    runs: Vec<Vec<Row>>,
     /// Syscall counters could be opened at start-up (else the run's notes say why).
     count_syscalls: bool,
     started: Instant,
+    /// The round of the cell being run (1 to `REPEAT`).
+    round: u32,
 }
 
 impl Harness {
     /// Records a row and lists its pair: criterion prints only the pairs it times, and a run
     /// (`--test` included) must account for every one, single shots, baselines and refused or
     /// failed pairs too.
-    fn push(&self, row: Row) {
-        eprintln!("{}", pair_line(&row));
+    fn push(&mut self, row: Row) {
+        if self.settings.repeat > 1 {
+            eprintln!(
+                "{} [run {} of {}]",
+                pair_line(&row),
+                self.round,
+                self.settings.repeat
+            );
+        } else {
+            eprintln!("{}", pair_line(&row));
+        }
+        let same_pair =
+            |runs: &&mut Vec<Row>| runs[0].cell == row.cell && runs[0].client == row.client;
+        match self.runs.iter_mut().find(same_pair) {
+            Some(runs) => runs.push(row),
+            None => self.runs.push(vec![row]),
+        }
+        let merged: Vec<Row> = self.runs.iter().map(|runs| results::merge(runs)).collect();
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
-        results.rows.push(row);
+        results.rows = merged;
     }
 
     fn save(&self) -> Result<()> {
@@ -102,16 +122,31 @@ impl Harness {
         self.dir.join("criterion")
     }
 
+    /// The criterion group of `cell` in this round: the cell id, with the round after the first.
+    fn group_name(&self, cell: &Cell) -> String {
+        match self.round {
+            1 => cell.id(),
+            round => format!("{} (run {round})", cell.id()),
+        }
+    }
+
     /// criterion's estimate for `function` in `cell`, per operation.
-    fn wall(&self, cell: &Cell, function: &str) -> Result<Interval> {
-        let per_iteration =
-            results::criterion_estimate(&self.criterion_dir(), &cell.id(), function)?;
+    fn wall(&self, cell: &Cell, function: &str, samples: usize) -> Result<Wall> {
+        let per_iteration = results::criterion_estimate(
+            &self.criterion_dir(),
+            &self.group_name(cell),
+            function,
+            samples as u32,
+        )?;
         let ops = cell.ops_per_iteration() as f64;
-        Ok(Interval {
-            mean: per_iteration.mean / ops,
-            lower: per_iteration.lower / ops,
-            upper: per_iteration.upper / ops,
-        })
+        let mut wall = per_iteration;
+        wall.median /= ops;
+        wall.mean = wall.mean.map(|mean| mean / ops);
+        if let Some(interval) = wall.interval.as_mut() {
+            interval.lower /= ops;
+            interval.upper /= ops;
+        }
+        Ok(wall)
     }
 
     fn report_link(&self, cell: &Cell) -> Option<String> {
@@ -206,16 +241,17 @@ fn with_cost_pass(
         (true, Mode::Quick) => calls.min(10),
         (true, _) => calls.min(50),
     };
+    // Counts per operation are the same in every call: a tenth of the calls count them.
     let outcome = costs::measure(
         h.count_syscalls,
-        calls,
+        (calls, calls.div_ceil(10)),
         w.cell.ops_per_iteration(),
         w.cell.is_request_response(),
         |n, each| driver.run_n(w, items, n, each),
     );
     match outcome {
         Ok(costs) => row.with_costs(&costs),
-        Err(err) => row.fail("failed", format!("cost pass: {err}")),
+        Err(err) => row.fail(Status::Failed, format!("cost pass: {err}")),
     }
 }
 
@@ -297,9 +333,10 @@ fn single_shots(
     why: &str,
 ) -> Row {
     let mut durations = Vec::new();
+    // The first `calls` durations are the clean pass's; one more call counts.
     let outcome = costs::measure(
         h.count_syscalls,
-        calls,
+        (calls, 1),
         items.len() as u64,
         false,
         |n, each| {
@@ -311,40 +348,17 @@ fn single_shots(
     );
     match outcome {
         Ok(costs) => {
-            let per_op = |d: Duration| d.as_nanos() as f64 / items.len() as f64;
-            let interval = Interval {
-                mean: per_op(costs.elapsed) / calls as f64,
-                lower: durations
-                    .iter()
-                    .copied()
-                    .map(per_op)
-                    .fold(f64::MAX, f64::min),
-                upper: durations.iter().copied().map(per_op).fold(0.0, f64::max),
-            };
-            row.with_wall(interval, why).with_costs(&costs)
+            let per_op: Vec<f64> = durations[..calls as usize]
+                .iter()
+                .map(|d| d.as_nanos() as f64 / items.len() as f64)
+                .collect();
+            match results::wall_of(&per_op) {
+                Some(wall) => row.with_wall(wall, why).with_costs(&costs),
+                None => row.fail(Status::Failed, "during timing: no call was timed"),
+            }
         }
-        Err(err) => row.fail("failed", format!("during timing: {err}")),
+        Err(err) => row.fail(Status::Failed, format!("during timing: {err}")),
     }
-}
-
-/// Brings a dead private server back before a cell that needs it (the cell before it may have
-/// lost it); an external server that stopped answering fails the cell instead.
-fn ensure_alive(h: &mut Harness, cell: &Cell) -> Result<()> {
-    let backend = cell.backend;
-    if h.servers.is_alive(backend) {
-        return Ok(());
-    }
-    if h.servers.is_external(backend) {
-        anyhow::bail!("the external {backend} server does not answer");
-    }
-    h.servers
-        .restart(backend)
-        .with_context(|| format!("restarting the private {backend} server"))?;
-    let note = format!("the private {backend} server had died; restarted before {cell}");
-    eprintln!("  {note}");
-    let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
-    results.run.notes.push(note);
-    Ok(())
 }
 
 /// A pair's error, with the likely cause when the server is gone.
@@ -384,25 +398,28 @@ fn run_pair(
     w: &Workload,
     items: &[(&[u8], &[u8])],
 ) -> Row {
-    let row = Row::new(cell, spec.name, kind(spec));
+    let row = results::new_row(cell, spec.name, kind(spec));
     if let (Some(reason), Op::PipelineSet) = (spec.slow_round_trip, cell.op) {
         return row.fail(
-            "unsupported",
+            Status::Unsupported,
             format!("not run: every round trip is slow by design ({reason})"),
         );
     }
     let mut driver = match Driver::connect(spec, endpoint, &bench_options()) {
         Ok(driver) => driver,
-        Err(err) => return row.fail("failed", pair_error(h, cell, "connect", err)),
+        Err(err) => return row.fail(Status::Failed, pair_error(h, cell, "connect", err)),
     };
     let verified_in = match verify::verify(driver.client(), reference, spec, w) {
         Ok(took) => took,
         Err(Rejection::Refused(reason)) => {
-            return row.fail("unsupported", format!("refused before sending: {reason}"));
+            return row.fail(
+                Status::Unsupported,
+                format!("refused before sending: {reason}"),
+            );
         }
         Err(Rejection::Failed(err)) => {
             eprintln!("  {}: verification failed: {err}", spec.name);
-            return row.fail("failed", pair_error(h, cell, "verification", err));
+            return row.fail(Status::Failed, pair_error(h, cell, "verification", err));
         }
     };
     maybe_stop_server(h, cell, spec.name);
@@ -423,38 +440,109 @@ fn run_pair(
                 configure_group(group, cell, h.settings.mode);
             }
             match failure {
-                Some(err) => row.fail("failed", pair_error(h, cell, "during timing", err)),
+                Some(err) => row.fail(Status::Failed, pair_error(h, cell, "during timing", err)),
                 None if h.settings.mode == Mode::Test => {
                     with_cost_pass(h, row, &mut driver, w, items, verified_in, slow)
                 }
-                None => match h.wall(cell, spec.name) {
-                    Ok(interval) => with_cost_pass(
+                None => match h.wall(
+                    cell,
+                    spec.name,
+                    if slow {
+                        10
+                    } else {
+                        group_samples(cell, h.settings.mode)
+                    },
+                ) {
+                    Ok(wall) => with_cost_pass(
                         h,
-                        row.with_wall(interval, "criterion"),
+                        row.with_wall(wall, "criterion: median of the samples, its 95 % CI"),
                         &mut driver,
                         w,
                         items,
                         verified_in,
                         slow,
                     ),
-                    Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
+                    Err(err) => row.fail(Status::Failed, format!("no criterion estimate: {err:#}")),
                 },
             }
         }
     }
 }
 
+/// The group's sample size: the run's, or ten for deep pipelines.
+fn group_samples(cell: &Cell, mode: Mode) -> usize {
+    if cell.pipeline >= SINGLE_SHOT_DEPTH {
+        10
+    } else {
+        mode.timing().2
+    }
+}
+
 /// The group's sampling: the run's sample size, or ten flat samples for deep pipelines.
 fn configure_group(group: &mut BenchmarkGroup<'_, WallTime>, cell: &Cell, mode: Mode) {
-    let (_, _, samples) = mode.timing();
+    let samples = group_samples(cell, mode);
     if cell.pipeline >= SINGLE_SHOT_DEPTH {
-        group.sample_size(10).sampling_mode(SamplingMode::Flat);
+        group.sample_size(samples).sampling_mode(SamplingMode::Flat);
     } else {
         group.sample_size(samples).sampling_mode(SamplingMode::Auto);
     }
 }
 
-/// One cell: verify and time every client, the floor, then redis-benchmark.
+/// What runs in a cell: each client that serves it, and the baselines.
+#[derive(Debug, Clone, Copy)]
+enum Entry<'a> {
+    Client(&'a ClientSpec),
+    Floor,
+    RedisBenchmark,
+}
+
+/// The entries of `cell` in this visit's order: shuffled with a seed from the run's order seed,
+/// the cell and the round, so no client always runs first (or right after a given other) and the
+/// order can be replayed (`ORDER_SEED`).
+fn entries<'a>(h: &Harness, cell: &Cell, specs: &'a [ClientSpec]) -> Vec<Entry<'a>> {
+    let mut entries: Vec<Entry> = specs
+        .iter()
+        .filter(|spec| drivers::serves(spec, cell))
+        .map(Entry::Client)
+        .collect();
+    if cell.is_request_response() {
+        entries.push(Entry::Floor);
+    }
+    if cell.backend == Backend::Redis {
+        entries.push(Entry::RedisBenchmark);
+    }
+    let id = cell.id();
+    let cell_seed = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut rng = fastrand::Rng::with_seed(h.settings.order_seed ^ cell_seed ^ u64::from(h.round));
+    rng.shuffle(&mut entries);
+    entries
+}
+
+/// Starts the cell's private server afresh, so no state of an earlier cell (memory, expiring
+/// keys, a connection still closing) is left for this one: a dead one is noted, a live one just
+/// restarted. An external server is checked for an answer instead.
+fn fresh_server(h: &mut Harness, cell: &Cell) -> Result<()> {
+    let backend = cell.backend;
+    if h.servers.is_external(backend) {
+        if h.servers.is_alive(backend) {
+            return Ok(());
+        }
+        anyhow::bail!("the external {backend} server does not answer");
+    }
+    if !h.servers.is_alive(backend) {
+        let note = format!("the private {backend} server had died; restarted before {cell}");
+        eprintln!("  {note}");
+        let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+        results.run.notes.push(note);
+    }
+    h.servers
+        .restart(backend)
+        .with_context(|| format!("restarting the private {backend} server"))
+}
+
+/// One visit of a cell: a fresh server, then every entry in a shuffled order.
 fn run_cell(
     h: &mut Harness,
     criterion: &mut Criterion,
@@ -464,8 +552,8 @@ fn run_cell(
     let Some(endpoint) = h.servers.endpoint(cell.backend, cell.transport) else {
         // An external server is reached over its URL's transport only.
         for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
-            h.push(Row::new(cell, spec.name, kind(spec)).fail(
-                "unsupported",
+            h.push(results::new_row(cell, spec.name, kind(spec)).fail(
+                Status::Unsupported,
                 format!(
                     "the {} server given by URL is not reachable over {}",
                     cell.backend, cell.transport
@@ -474,13 +562,13 @@ fn run_cell(
         }
         return h.save();
     };
-    ensure_alive(h, cell)?;
+    fresh_server(h, cell)?;
     let w = Workload::new(*cell, |key| h.servers.key(cell.backend, key));
     let items = w.items();
     let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
     verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
 
-    let mut group = criterion.benchmark_group(cell.id());
+    let mut group = criterion.benchmark_group(h.group_name(cell));
     // Throughput before any function is registered, or it applies to none.
     group.throughput(match cell.op {
         Op::PipelineSet => Throughput::Elements(cell.pipeline as u64),
@@ -489,58 +577,25 @@ fn run_cell(
     });
     configure_group(&mut group, cell, h.settings.mode);
 
-    for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
+    for entry in entries(h, cell, specs) {
         let started = Instant::now();
-        let mut row = run_pair(
-            h,
-            &mut group,
-            cell,
-            spec,
-            (&endpoint, &mut reference),
-            &w,
-            &items,
-        );
-        row.seconds = Some(started.elapsed().as_secs_f64());
-        h.push(row);
-    }
-
-    if cell.is_request_response() {
-        let started = Instant::now();
-        let mut row = floor_row(h, &mut group, cell, &w, &bench_options());
+        let mut row = match entry {
+            Entry::Client(spec) => run_pair(
+                h,
+                &mut group,
+                cell,
+                spec,
+                (&endpoint, &mut reference),
+                &w,
+                &items,
+            ),
+            Entry::Floor => floor_row(h, &mut group, cell, &w, &bench_options()),
+            Entry::RedisBenchmark => redis_benchmark_row(h, cell, &endpoint, &mut reference),
+        };
         row.seconds = Some(started.elapsed().as_secs_f64());
         h.push(row);
     }
     group.finish();
-
-    if cell.backend == Backend::Redis {
-        let started = Instant::now();
-        let mut row = if h.servers.is_external(Backend::Redis) {
-            Row::new(cell, baselines::REDIS_BENCHMARK, "baseline").fail(
-                "unsupported",
-                "redis-benchmark writes unprefixed keys: not run against an external server",
-            )
-        } else {
-            baselines::redis_benchmark(
-                cell,
-                &endpoint,
-                h.settings.placement.client_cpu,
-                h.settings.mode,
-                &mut |key, value| {
-                    match value {
-                        Some(value) => reference.set(key, value),
-                        None => reference.delete_many(&[key.to_vec()]),
-                    }
-                    .map_err(anyhow::Error::msg)
-                },
-            )
-        };
-        if row.status == "failed" {
-            let err = row.error.clone().unwrap_or_default();
-            row = row.fail("failed", pair_error(h, cell, "redis-benchmark", err));
-        }
-        row.seconds = Some(started.elapsed().as_secs_f64());
-        h.push(row);
-    }
 
     // On someone else's server, leave nothing behind: the cell's key (every pipeline item uses
     // it too) goes; verification already removed its own keys.
@@ -551,14 +606,53 @@ fn run_cell(
             .with_context(|| format!("removing {cell}'s key from the external server"))?;
     }
 
-    let link = h.report_link(cell);
-    {
+    if h.round == 1 {
+        let link = h.report_link(cell);
+        let id = cell.id();
+        for runs in h.runs.iter_mut().filter(|runs| runs[0].cell == id) {
+            for row in runs.iter_mut() {
+                row.criterion_report = link.clone();
+            }
+        }
         let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
-        for row in results.rows.iter_mut().filter(|row| row.cell == cell.id()) {
+        for row in results.rows.iter_mut().filter(|row| row.cell == id) {
             row.criterion_report = link.clone();
         }
     }
     h.save()
+}
+
+/// redis-benchmark in a Redis cell (not against an external server: its keys are unprefixed).
+fn redis_benchmark_row(
+    h: &Harness,
+    cell: &Cell,
+    endpoint: &kvbench_core::Endpoint,
+    reference: &mut Reference,
+) -> Row {
+    if h.servers.is_external(Backend::Redis) {
+        return results::new_row(cell, baselines::REDIS_BENCHMARK, Kind::Baseline).fail(
+            Status::Unsupported,
+            "redis-benchmark writes unprefixed keys: not run against an external server",
+        );
+    }
+    let row = baselines::redis_benchmark(
+        cell,
+        endpoint,
+        h.settings.placement.client_cpu,
+        h.settings.mode,
+        &mut |key, value| {
+            match value {
+                Some(value) => reference.set(key, value),
+                None => reference.delete_many(&[key.to_vec()]),
+            }
+            .map_err(anyhow::Error::msg)
+        },
+    );
+    if row.status == Status::Failed {
+        let err = row.error.clone().unwrap_or_default();
+        return row.fail(Status::Failed, pair_error(h, cell, "redis-benchmark", err));
+    }
+    row
 }
 
 fn floor_row(
@@ -569,33 +663,41 @@ fn floor_row(
     options: &Options,
 ) -> Row {
     let client_name = LoopbackFloor::client_name(cell.backend, cell.transport);
-    let row = Row::new(cell, baselines::LOOPBACK_FLOOR, "baseline");
+    let row = results::new_row(cell, baselines::LOOPBACK_FLOOR, Kind::Baseline);
     let Some(spec) = kvbench_clients::by_name(client_name) else {
-        return row.fail("failed", format!("no client named {client_name}"));
+        return row.fail(Status::Failed, format!("no client named {client_name}"));
     };
     let floor =
         match LoopbackFloor::start(w, cell.transport, h.settings.placement.server_cpu, &h.dir) {
             Ok(floor) => floor,
-            Err(err) => return row.fail("failed", format!("starting the floor server: {err:#}")),
+            Err(err) => {
+                return row.fail(
+                    Status::Failed,
+                    format!("starting the floor server: {err:#}"),
+                );
+            }
         };
     let row = match Driver::connect(&spec, &floor.endpoint, options) {
-        Err(err) => row.fail("failed", format!("connect: {err}")),
+        Err(err) => row.fail(Status::Failed, format!("connect: {err}")),
         Ok(mut driver) => {
             let name = baselines::LOOPBACK_FLOOR;
             let row = match time_driver(group, name, &mut driver, w, &[]) {
-                Some(err) => row.fail("failed", format!("during timing: {err}")),
+                Some(err) => row.fail(Status::Failed, format!("during timing: {err}")),
                 None if h.settings.mode == Mode::Test => {
                     with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO, false)
                 }
-                None => match h.wall(cell, name) {
-                    Ok(interval) => {
+                None => match h.wall(cell, name, group_samples(cell, h.settings.mode)) {
+                    Ok(wall) => {
                         let row = row.with_wall(
-                            interval,
-                            &format!("criterion ({client_name} against a canned reply)"),
+                            wall,
+                            &format!(
+                                "criterion: median of the samples, its 95 % CI ({client_name} \
+                                 against a canned reply)"
+                            ),
                         );
                         with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO, false)
                     }
-                    Err(err) => row.fail("failed", format!("no criterion estimate: {err:#}")),
+                    Err(err) => row.fail(Status::Failed, format!("no criterion estimate: {err:#}")),
                 },
             };
             drop(driver);
@@ -606,7 +708,7 @@ fn floor_row(
     row
 }
 
-fn server_record(servers: &Servers, backend: Backend) -> ServerRecord {
+fn server_record(servers: &Servers, backend: Backend) -> Server {
     let info = servers.info(backend);
     let config = match &info.url {
         Some(url) => url.clone(),
@@ -617,7 +719,7 @@ fn server_record(servers: &Servers, backend: Backend) -> ServerRecord {
             .collect::<Vec<_>>()
             .join(" ; "),
     };
-    ServerRecord {
+    Server {
         version: info.version.clone(),
         config,
         external: info.external,
@@ -686,16 +788,12 @@ fn run() -> Result<()> {
         started_at: results::now_utc(),
         finished_at: None,
         git_sha: results::git_sha(),
-        mode: settings.mode.as_str().into(),
+        mode: settings.mode.record(),
         rustc: results::rustc_version(),
         kernel: results::kernel(),
         cpu_model: results::cpu_model(),
-        cores: results::online_cpus(),
-        placement: PlacementRecord {
-            mode: placement.mode_str().into(),
-            server_cpu: placement.server_cpu,
-            client_cpu: placement.client_cpu,
-        },
+        cores: results::online_cpus() as u32,
+        placement: placement.record(),
         servers: ServersRecord {
             redis: server_record(&servers, Backend::Redis),
             memcached: server_record(&servers, Backend::Memcached),
@@ -713,18 +811,24 @@ fn run() -> Result<()> {
             settings.mode.long_call_repeats(),
         ),
         filters: format!(
-            "CLIENTS={} CELLS={}{}",
+            "CLIENTS={} CELLS={} REPEAT={} REPEAT_CELLS={}{}",
             settings.clients.join(","),
             settings.cells.join(","),
+            settings.repeat,
+            settings.repeat_cells.join(","),
             if settings.quick_cells && settings.mode == Mode::Test {
                 " (quick cells)"
             } else {
                 ""
             }
         ),
+        repeat: settings.repeat,
+        order_seed: settings.order_seed,
         notes,
+        known_defects: Vec::new(),
     };
     let results = Arc::new(Mutex::new(Results {
+        schema_version: results::SCHEMA_VERSION,
         run,
         rows: Vec::new(),
     }));
@@ -753,15 +857,19 @@ fn run() -> Result<()> {
         .into_iter()
         .filter(|s| settings.wants_client(s.name))
         .collect();
-    let cells = settings.cells();
+    let visits = settings.visits();
     eprintln!(
-        "kvbench: {} cells, {} clients, mode {}, placement {} (servers on CPU {:?}, bench on CPU {:?}), results in {}",
-        cells.len(),
+        "kvbench: {} cells ({} visits, REPEAT={}), {} clients, mode {}, placement {} (servers on \
+         CPU {:?}, bench on CPU {:?}), client order seed {}, results in {}",
+        settings.cells().len(),
+        visits.len(),
+        settings.repeat,
         specs.len(),
         settings.mode.as_str(),
         placement.mode_str(),
         placement.server_cpu,
         placement.client_cpu,
+        settings.order_seed,
         dir.display()
     );
 
@@ -770,28 +878,36 @@ fn run() -> Result<()> {
         servers,
         dir: dir.clone(),
         results,
+        runs: Vec::new(),
         count_syscalls,
         started: Instant::now(),
+        round: 1,
     };
-    for (i, cell) in cells.iter().enumerate() {
+    for (i, (round, cell)) in visits.iter().enumerate() {
+        h.round = *round;
         let elapsed = h.started.elapsed();
         let eta = if i == 0 {
             String::from("?")
         } else {
-            format!("{:.0?}", elapsed / i as u32 * (cells.len() - i) as u32)
+            format!("{:.0?}", elapsed / i as u32 * (visits.len() - i) as u32)
         };
         eprintln!(
-            "[{}/{}] {cell}  (elapsed {:.0?}, about {eta} left)",
+            "[{}/{}] {cell}{}  (elapsed {:.0?}, about {eta} left)",
             i + 1,
-            cells.len(),
+            visits.len(),
+            if *round > 1 {
+                format!(" (run {round})")
+            } else {
+                String::new()
+            },
             Duration::from_secs(elapsed.as_secs())
         );
         if let Err(err) = run_cell(&mut h, &mut criterion, cell, &specs) {
             eprintln!("  cell {cell} failed: {err:#}");
             for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
                 h.push(
-                    Row::new(cell, spec.name, kind(spec))
-                        .fail("failed", format!("cell setup: {err:#}")),
+                    results::new_row(cell, spec.name, kind(spec))
+                        .fail(Status::Failed, format!("cell setup: {err:#}")),
                 );
             }
             h.save()?;
@@ -802,6 +918,11 @@ fn run() -> Result<()> {
     {
         let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
         results.run.finished_at = Some(results::now_utc());
+        // Flags need the run's noise figure, known only now.
+        let noise = results.noise().map(|noise| noise.median_spread);
+        for row in &mut results.rows {
+            results::flag_disagreement(row, noise);
+        }
     }
     h.save()?;
     results::update_latest(&reports, &id)?;
@@ -814,7 +935,7 @@ fn run() -> Result<()> {
         results
             .rows
             .iter()
-            .filter(|row| row.status == "failed")
+            .filter(|row| row.status == Status::Failed)
             .map(|row| {
                 format!(
                     "{} {}: {}",

@@ -101,7 +101,7 @@ fn check_charts(results: &Results, tags: &[Tag], report: &mut CheckReport) {
             _ => {}
         }
     }
-    let cells: BTreeSet<String> = results.rows.iter().map(|r| r.cell_label()).collect();
+    let cells: BTreeSet<String> = results.rows.iter().map(|r| r.cell.clone()).collect();
     for cell in cells {
         if !cells_with_svg.contains(&cell) {
             report
@@ -112,7 +112,7 @@ fn check_charts(results: &Results, tags: &[Tag], report: &mut CheckReport) {
     let pipelined: BTreeSet<&str> = results
         .rows
         .iter()
-        .filter(|r| r.op == "pipeline_set")
+        .filter(|r| r.op == crate::results::Op::PipelineSet)
         .map(|r| r.client.as_str())
         .collect();
     for client in pipelined {

@@ -1,5 +1,6 @@
-//! Run-to-run comparison: per-row throughput ratios B/A, with differences inside the noise
-//! (overlapping wall-time confidence intervals) marked as such.
+//! Run-to-run comparison: per-row throughput ratios B/A, judged by the one rule of
+//! [`kvbench_results::verdict`] (disjoint intervals and a difference beyond the run-to-run
+//! spread), after checking that the two runs were made on comparable machines.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -8,19 +9,21 @@ use std::path::{Path, PathBuf};
 use crate::Error;
 use crate::format::{self, html as esc};
 use crate::html;
-use crate::results::{Results, Row, RowKey};
+use crate::results::{Kind, Results, Row, RowKey};
+use kvbench_results::verdict::{self as rule, Judgement};
 
 /// What a ratio means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// B is faster and the intervals do not overlap.
+    /// B is faster: disjoint intervals, and a difference beyond the run-to-run spread.
     Faster,
-    /// B is slower and the intervals do not overlap.
+    /// B is slower, by the same rule.
     Slower,
-    /// The wall-time confidence intervals overlap: the difference is inside the noise.
-    WithinNoise,
-    /// Both runs measured the row, but at least one has no interval to judge the noise by.
-    NoInterval,
+    /// No side can be named: the intervals overlap, or the difference is within the spread (or
+    /// the spread was not measured). The reason says which.
+    WithinNoise(String),
+    /// Both runs measured the row, but at least one measured it once: no interval, unknown.
+    Unknown(String),
     /// One of the runs has no measurement for the row (failed, unsupported, no data).
     NotMeasured(String),
 }
@@ -31,9 +34,19 @@ impl Verdict {
         match self {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within noise",
-            Verdict::NoInterval => "no interval",
+            Verdict::WithinNoise(_) => "within noise",
+            Verdict::Unknown(_) => "unknown",
             Verdict::NotMeasured(_) => "not measured",
+        }
+    }
+
+    /// The word with its reason, where it has one.
+    pub fn text(&self) -> String {
+        match self {
+            Verdict::Faster | Verdict::Slower => self.word().to_string(),
+            Verdict::WithinNoise(why) | Verdict::Unknown(why) | Verdict::NotMeasured(why) => {
+                format!("{} ({why})", self.word())
+            }
         }
     }
 }
@@ -43,16 +56,18 @@ impl Verdict {
 pub struct Compared {
     /// Matrix coordinates and client.
     pub key: RowKey,
-    /// Criterion group name (from B).
+    /// Cell id (from B).
     pub cell: String,
     /// Client kind (from B).
-    pub kind: String,
+    pub kind: Kind,
     /// Throughput in A.
     pub a_ops: Option<f64>,
     /// Throughput in B.
     pub b_ops: Option<f64>,
     /// `b_ops / a_ops`.
     pub ratio: Option<f64>,
+    /// The ratio's range from both rows' intervals.
+    pub range: Option<(f64, f64)>,
     /// Whether the difference is outside the noise.
     pub verdict: Verdict,
 }
@@ -64,17 +79,23 @@ pub struct Comparison {
     pub a_id: String,
     /// Run id of B.
     pub b_id: String,
+    /// What differs between the two runs' machines and settings (empty when comparable).
+    pub differences: Vec<String>,
     /// Rows present in both, in B's order.
     pub rows: Vec<Compared>,
-    /// Rows only A has.
-    pub only_in_a: Vec<RowKey>,
-    /// Rows only B has.
-    pub only_in_b: Vec<RowKey>,
+    /// Rows only A has: (cell, client).
+    pub only_in_a: Vec<(String, String)>,
+    /// Rows only B has: (cell, client).
+    pub only_in_b: Vec<(String, String)>,
 }
 
 /// Compares two results files. Rows match on (backend, op, value_size, pipeline, transport,
 /// client); when a run lists the same row twice, its first occurrence counts.
 pub fn compare(a: &Results, b: &Results, a_id: &str, b_id: &str) -> Comparison {
+    let noise = (
+        a.noise().map(|n| n.median_spread),
+        b.noise().map(|n| n.median_spread),
+    );
     let mut a_rows: HashMap<RowKey, &Row> = HashMap::new();
     for row in &a.rows {
         a_rows.entry(row.key()).or_insert(row);
@@ -88,20 +109,24 @@ pub fn compare(a: &Results, b: &Results, a_id: &str, b_id: &str) -> Comparison {
             continue;
         }
         match a_rows.get(&key) {
-            Some(a_row) => rows.push(compare_row(key, a_row, row)),
-            None => only_in_b.push(key),
+            Some(a_row) => rows.push(compare_row(key, a_row, row, noise)),
+            None => only_in_b.push((row.cell.clone(), row.client.clone())),
         }
     }
     let mut listed = HashMap::new();
-    let only_in_a: Vec<RowKey> = a
+    let only_in_a: Vec<(String, String)> = a
         .rows
         .iter()
-        .map(Row::key)
-        .filter(|key| !seen_in_b.contains_key(key) && listed.insert(key.clone(), ()).is_none())
+        .filter(|row| {
+            let key = row.key();
+            !seen_in_b.contains_key(&key) && listed.insert(key, ()).is_none()
+        })
+        .map(|row| (row.cell.clone(), row.client.clone()))
         .collect();
     Comparison {
         a_id: a_id.to_string(),
         b_id: b_id.to_string(),
+        differences: a.run.differences(&b.run),
         rows,
         only_in_a,
         only_in_b,
@@ -120,20 +145,15 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<Comparison, Error> {
     ))
 }
 
-fn compare_row(key: RowKey, a: &Row, b: &Row) -> Compared {
+fn compare_row(key: RowKey, a: &Row, b: &Row, noise: (Option<f64>, Option<f64>)) -> Compared {
     let (a_ops, b_ops) = (a.ops(), b.ops());
+    let judged: Judgement = rule::judge(b, noise.1, a, noise.0);
     let verdict = match (a_ops, b_ops) {
-        (Some(x), Some(y)) => match (interval(a), interval(b)) {
-            (Some((a_low, a_high)), Some((b_low, b_high))) => {
-                if a_low <= b_high && b_low <= a_high {
-                    Verdict::WithinNoise
-                } else if y > x {
-                    Verdict::Faster
-                } else {
-                    Verdict::Slower
-                }
-            }
-            _ => Verdict::NoInterval,
+        (Some(_), Some(_)) => match judged.verdict {
+            rule::Verdict::FirstFaster => Verdict::Faster,
+            rule::Verdict::SecondFaster => Verdict::Slower,
+            rule::Verdict::Indistinguishable(why) => Verdict::WithinNoise(why),
+            rule::Verdict::Unknown(why) => Verdict::Unknown(why),
         },
         _ => Verdict::NotMeasured(match (a.unmeasured_reason(), b.unmeasured_reason()) {
             (Some(x), Some(y)) if x == y => format!("A, B: {x}"),
@@ -144,9 +164,10 @@ fn compare_row(key: RowKey, a: &Row, b: &Row) -> Compared {
         }),
     };
     Compared {
-        cell: b.cell_label(),
-        kind: b.kind.clone(),
+        cell: b.cell.clone(),
+        kind: b.kind,
         ratio: a_ops.zip(b_ops).map(|(x, y)| y / x),
+        range: judged.range,
         a_ops,
         b_ops,
         verdict,
@@ -154,15 +175,16 @@ fn compare_row(key: RowKey, a: &Row, b: &Row) -> Compared {
     }
 }
 
-/// The wall-time interval `[lower, upper]`, when both ends are valid.
-fn interval(row: &Row) -> Option<(f64, f64)> {
-    let wall = row.wall_ns_per_op?;
-    let (lower, upper) = (wall.lower?, wall.upper?);
-    (lower.is_finite() && upper.is_finite() && lower <= upper).then_some((lower, upper))
-}
-
 fn ratio_text(ratio: Option<f64>) -> String {
     format::opt(ratio, |r| format!("{r:.3}×"))
+}
+
+/// `1.042× (0.98–1.10×)`, or the ratio alone when a row has no interval.
+fn range_text(ratio: Option<f64>, range: Option<(f64, f64)>) -> String {
+    match (ratio, range) {
+        (Some(r), Some((low, high))) => format!("{r:.3}× ({low:.2}–{high:.2}×)"),
+        (ratio, _) => ratio_text(ratio),
+    }
 }
 
 impl Comparison {
@@ -175,16 +197,34 @@ impl Comparison {
                 .count()
         };
         format!(
-            "{} rows in both runs: {} faster in B, {} slower in B, {} within noise, {} without an \
-             interval, {} not measured in one of the runs",
+            "{} rows in both runs: {} faster in B, {} slower in B, {} within noise, {} unknown \
+             (measured once: no interval), {} not measured in one of the runs",
             self.rows.len(),
             count("faster"),
             count("slower"),
             count("within noise"),
-            count("no interval"),
+            count("unknown"),
             count("not measured")
         )
     }
+
+    /// The warning a comparison of different machines or settings opens with, if any.
+    pub fn warning(&self) -> Option<String> {
+        (!self.differences.is_empty()).then(|| {
+            format!(
+                "WARNING: the two runs differ in {}. Their ratios describe these differences as \
+                 much as the code: read \"faster\" and \"slower\" as machines and settings, not \
+                 as changes to the clients.",
+                self.differences.join("; ")
+            )
+        })
+    }
+
+    /// The rule, in one sentence.
+    const RULE: &'static str = "B/A = B's ops/s over A's. A side is faster only when the two \
+        rows' intervals do not overlap and the difference exceeds the run-to-run spread (each \
+        row's own, else its run's median spread); otherwise \"within noise\". A row measured \
+        once has no interval: \"unknown\".";
 
     /// Geometric mean of B/A over the rows both runs measured.
     pub fn geometric_mean(&self) -> Option<f64> {
@@ -200,25 +240,21 @@ impl Comparison {
 
     /// The comparison as an aligned text table, for the terminal.
     pub fn text(&self) -> String {
-        let mut out = format!(
-            "kvbench compare: A = {}, B = {}\nB/A = B's ops/s over A's; \"within noise\": the \
-             wall-time confidence intervals overlap.\n\n",
-            self.a_id, self.b_id
-        );
+        let mut out = format!("kvbench compare: A = {}, B = {}\n", self.a_id, self.b_id);
+        if let Some(warning) = self.warning() {
+            let _ = writeln!(out, "{warning}");
+        }
+        let _ = writeln!(out, "{}\n", Self::RULE);
         let header = ["cell", "client", "A ops/s", "B ops/s", "B/A", "verdict"].map(String::from);
         let mut table: Vec<[String; 6]> = vec![header];
         for row in &self.rows {
-            let verdict = match &row.verdict {
-                Verdict::NotMeasured(reason) => format!("not measured ({reason})"),
-                other => other.word().to_string(),
-            };
             table.push([
                 row.cell.clone(),
                 row.key.client.clone(),
                 format::opt(row.a_ops, format::grouped),
                 format::opt(row.b_ops, format::grouped),
-                ratio_text(row.ratio),
-                verdict,
+                range_text(row.ratio, row.range),
+                row.verdict.text(),
             ]);
         }
         let mut widths = [0usize; 6];
@@ -254,8 +290,8 @@ impl Comparison {
         for (name, keys) in [("A", &self.only_in_a), ("B", &self.only_in_b)] {
             if !keys.is_empty() {
                 let _ = writeln!(out, "Only in {name} ({}):", keys.len());
-                for key in keys {
-                    let _ = writeln!(out, "  {} {}", key.cell_label(), key.client);
+                for (cell, client) in keys {
+                    let _ = writeln!(out, "  {cell} {client}");
                 }
             }
         }
@@ -265,13 +301,23 @@ impl Comparison {
     /// The comparison as a standalone HTML page (no links, so it can live in either folder).
     pub fn html(&self) -> String {
         let mut body = format!(
-            "<h1>kvbench · compare <code>{}</code> → <code>{}</code></h1>\n<p>B/A = throughput of B \
-             (<code>{}</code>) over A (<code>{}</code>). A difference is <em>within noise</em> when the \
-             two runs' confidence intervals of the time per operation overlap.</p>\n<p>{}.",
+            "<h1>kvbench · compare <code>{}</code> → <code>{}</code></h1>\n",
             esc(&self.a_id),
             esc(&self.b_id),
-            esc(&self.b_id),
+        );
+        if let Some(warning) = self.warning() {
+            let _ = writeln!(
+                body,
+                "<p class=\"warning\" id=\"not-comparable\">{}</p>",
+                esc(&warning)
+            );
+        }
+        let _ = write!(
+            body,
+            "<p>A = <code>{}</code>, B = <code>{}</code>. {}</p>\n<p>{}.",
             esc(&self.a_id),
+            esc(&self.b_id),
+            esc(Self::RULE),
             esc(&self.tally())
         );
         if let Some(mean) = self.geometric_mean() {
@@ -288,22 +334,22 @@ impl Comparison {
              </tr></thead>\n<tbody>\n",
         );
         for row in &self.rows {
-            let (class, verdict) = match &row.verdict {
-                Verdict::Faster => ("faster", "faster".to_string()),
-                Verdict::Slower => ("slower", "slower".to_string()),
-                Verdict::WithinNoise => ("noise", "within noise".to_string()),
-                Verdict::NoInterval => ("noise", "no interval".to_string()),
-                Verdict::NotMeasured(reason) => ("failed", format!("not measured: {reason}")),
+            let class = match &row.verdict {
+                Verdict::Faster => "faster",
+                Verdict::Slower => "slower",
+                Verdict::WithinNoise(_) | Verdict::Unknown(_) => "noise",
+                Verdict::NotMeasured(_) => "failed",
             };
+            let verdict = row.verdict.text();
             let _ = writeln!(
                 body,
                 "<tr class=\"{class}\"><td><code>{}</code></td><td>{}</td><td>{}</td>{}{}{}<td>{}</td></tr>",
                 esc(&row.cell),
                 esc(&row.key.client),
-                esc(&row.kind),
+                esc(row.kind.as_str()),
                 html::number_cell(row.a_ops, format::grouped),
                 html::number_cell(row.b_ops, format::grouped),
-                html::number_cell(row.ratio, |r| ratio_text(Some(r))),
+                html::number_cell(row.ratio, |_| range_text(row.ratio, row.range)),
                 esc(&verdict)
             );
         }
@@ -311,13 +357,8 @@ impl Comparison {
         for (name, keys) in [("A", &self.only_in_a), ("B", &self.only_in_b)] {
             if !keys.is_empty() {
                 let _ = writeln!(body, "<h2>Only in {name}</h2>\n<ul>");
-                for key in keys {
-                    let _ = writeln!(
-                        body,
-                        "<li><code>{}</code> {}</li>",
-                        esc(&key.cell_label()),
-                        esc(&key.client)
-                    );
+                for (cell, client) in keys {
+                    let _ = writeln!(body, "<li><code>{}</code> {}</li>", esc(cell), esc(client));
                 }
                 body.push_str("</ul>\n");
             }
@@ -325,7 +366,8 @@ impl Comparison {
         html::standalone(
             &format!("kvbench · compare {} → {}", self.a_id, self.b_id),
             "tr.faster td { background: #eaf7ea; } tr.slower td { background: #fdecea; } \
-             tr.noise td { color: #555; } tr.failed td { color: #b00020; }",
+             tr.noise td { color: #555; } tr.failed td { color: #b00020; } \
+             p.warning { background: #fff4e5; border-left: 4px solid #e67e00; padding: .5em 1em; }",
             &body,
         )
     }

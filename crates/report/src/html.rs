@@ -3,15 +3,13 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::Section;
 use crate::check;
 use crate::format::{self, html as esc};
 use crate::model::{
     BASELINE_CLIENT, Cell, DepthChart, KINDS, Model, OpSection, backend_title, transport_title,
 };
-use crate::results::{Results, Row, Run};
+use crate::results::{Kind, Mode, Results, Row, Run, Status};
 use crate::svg;
 
 /// Criterion's own summary of every group, linked from the environment section when copied.
@@ -194,7 +192,7 @@ pub fn page(results: &Results, model: &Model, dir: &Path, lessons: &[Section]) -
 "#,
         title = esc(&id),
         summary = esc(&run_summary(run)),
-        banner = mode_banner(run.mode.as_deref()),
+        banner = mode_banner(run.mode),
     );
 
     nav(&mut out, model, lessons);
@@ -238,36 +236,31 @@ pub fn run_id(results: &Results, dir: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "run".to_string());
-    results.id_or(&folder).to_string()
+    if results.run.id.is_empty() {
+        folder
+    } else {
+        results.run.id.clone()
+    }
 }
 
 fn run_summary(run: &Run) -> String {
-    let mut parts = Vec::new();
-    if let Some(mode) = &run.mode {
-        parts.push(format!("mode {mode}"));
-    }
-    if let Some(started) = &run.started_at {
-        parts.push(format!("started {started}"));
-    }
-    if let Some(sha) = &run.git_sha {
-        parts.push(format!("git {}", sha.chars().take(12).collect::<String>()));
-    }
-    if let Some(mode) = run.placement.as_ref().and_then(|p| p.mode.as_ref()) {
-        parts.push(format!("placement {mode}"));
-    }
-    if let Some(cpu) = &run.cpu_model {
-        parts.push(cpu.clone());
-    }
-    parts.join(" · ")
+    [
+        format!("mode {}", run.mode),
+        format!("started {}", run.started_at),
+        format!("git {}", run.git_sha.chars().take(12).collect::<String>()),
+        format!("placement {}", run.placement.mode),
+        run.cpu_model.clone(),
+    ]
+    .join(" · ")
 }
 
-fn mode_banner(mode: Option<&str>) -> &'static str {
+fn mode_banner(mode: Mode) -> &'static str {
     match mode {
-        Some("test") => {
+        Mode::Test => {
             "<p class=\"banner\">Test mode (<code>criterion --test</code>): every pair ran once to \
              check it works. These numbers are not measurements.</p>\n"
         }
-        Some("quick") => {
+        Mode::Quick => {
             "<p class=\"banner\">Quick run: a subset of the matrix with short measurement times. \
              Expect wide intervals; use <code>make bench</code> for numbers to quote.</p>\n"
         }
@@ -319,68 +312,82 @@ fn lesson_id(lesson: &Section) -> String {
 fn environment(out: &mut String, results: &Results, dir: &Path) {
     let run = &results.run;
     out.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n<table class=\"env\">\n");
-    let mut row = |name: &str, value: Option<String>| {
-        let value = value.filter(|v| !v.is_empty());
+    let mut row = |name: &str, value: String| {
         let _ = writeln!(
             out,
             "<tr><th>{}</th><td>{}</td></tr>",
             esc(name),
-            value.map_or_else(|| "<span class=\"muted\">–</span>".to_string(), |v| esc(&v))
+            if value.is_empty() {
+                "<span class=\"muted\">–</span>".to_string()
+            } else {
+                esc(&value)
+            }
         );
     };
     row("run id", run.id.clone());
-    row("mode", run.mode.clone());
+    row("mode", run.mode.to_string());
     row("started", run.started_at.clone());
-    row("finished", run.finished_at.clone());
-    row("duration", run.duration_s.map(format::run_duration));
+    row("finished", run.finished_at.clone().unwrap_or_default());
+    row("duration", format::run_duration(run.duration_s));
     row("git sha", run.git_sha.clone());
-    let machine = match (&run.cpu_model, run.cores) {
-        (Some(cpu), Some(cores)) => Some(format!("{cpu}, {cores} logical CPUs")),
-        (Some(cpu), None) => Some(cpu.clone()),
-        (None, Some(cores)) => Some(format!("{cores} logical CPUs")),
-        (None, None) => None,
-    };
-    row("machine", machine);
+    row(
+        "machine",
+        format!("{}, {} logical CPUs", run.cpu_model, run.cores),
+    );
     row("kernel", run.kernel.clone());
     row("rustc", run.rustc.clone());
-    let placement = run.placement.as_ref().map(|p| {
-        let mut text = crate::model::placement_text(p);
-        for (key, value) in &p.extra {
-            let _ = write!(text, "; {key}: {}", value_text(Some(value)));
-        }
-        text
-    });
-    row("placement", placement);
+    row("placement", run.placement.describe());
+    row("criterion args", run.criterion_args.clone());
+    row("filters", run.filters.clone());
     row(
-        "criterion args",
-        run.criterion_args.as_ref().map(|v| value_text(Some(v))),
+        "repeated runs",
+        format!(
+            "REPEAT={} (each repeated cell ran that many times, interleaved, against freshly \
+             started servers); clients in a shuffled order per cell, seed {}",
+            run.repeat, run.order_seed
+        ),
     );
-    for (key, value) in &run.extra {
-        row(key, Some(value_text(Some(value))));
+    row("run-to-run noise", noise_text(results));
+    for note in &run.notes {
+        row("note", note.clone());
     }
     out.push_str("</table>\n");
 
-    if !run.servers.is_empty() {
-        out.push_str(
-            "<table class=\"servers\">\n<thead><tr><th>server</th><th>version</th><th>external</th>\
-             <th>configuration</th></tr></thead>\n<tbody>\n",
+    out.push_str(
+        "<table class=\"servers\">\n<thead><tr><th>server</th><th>version</th><th>external</th>\
+         <th>configuration</th></tr></thead>\n<tbody>\n",
+    );
+    for (name, server) in [
+        ("Redis", &run.servers.redis),
+        ("memcached", &run.servers.memcached),
+    ] {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            name,
+            esc(&server.version),
+            if server.external {
+                "yes (REDIS_URL / MEMCACHED_URL)"
+            } else {
+                "no (private, started by the suite)"
+            },
+            esc(&server.config)
         );
-        for (name, server) in crate::model::servers_in_order(run) {
-            let mut config = value_text(server.config.as_ref());
-            for (key, value) in &server.extra {
-                let _ = write!(config, "; {key}: {}", value_text(Some(value)));
-            }
+    }
+    out.push_str("</tbody></table>\n");
+    if !run.known_defects.is_empty() {
+        out.push_str(
+            "<h3 id=\"known-defects\">Known library defects</h3>\n<table class=\"defects\">\n<thead><tr>\
+             <th>client</th><th>library</th><th>input</th><th>outcome</th></tr></thead>\n<tbody>\n",
+        );
+        for defect in &run.known_defects {
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-                esc(&backend_title(name)),
-                esc(server.version.as_deref().unwrap_or("–")),
-                match server.external {
-                    Some(true) => "yes (REDIS_URL / MEMCACHED_URL)",
-                    Some(false) => "no (private, started by the suite)",
-                    None => "–",
-                },
-                esc(&config)
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&defect.client),
+                esc(&defect.library),
+                esc(&defect.input),
+                esc(&defect.outcome)
             );
         }
         out.push_str("</tbody></table>\n");
@@ -399,17 +406,48 @@ fn environment(out: &mut String, results: &Results, dir: &Path) {
     );
 }
 
-/// A JSON value as plain text: strings as they are, lists joined by spaces, the rest as JSON.
-pub fn value_text(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => "–".to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) if items.iter().all(|v| !v.is_object() && !v.is_array()) => items
-            .iter()
-            .map(|v| value_text(Some(v)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Some(other) => other.to_string(),
+/// The run-level noise figure, for people.
+pub fn noise_text(results: &Results) -> String {
+    match results.noise() {
+        Some(noise) => format!(
+            "median spread {} over {} rows measured in {} runs (largest {}); no difference \
+             smaller than a row's spread is called a difference",
+            kvbench_results::verdict::percent(noise.median_spread),
+            noise.rows,
+            results.run.repeat,
+            kvbench_results::verdict::percent(noise.max_spread)
+        ),
+        None => "not measured (REPEAT=1): no faster side is named anywhere in this report; \
+                 run with REPEAT=3 to measure it"
+            .to_string(),
+    }
+}
+
+/// Several leaders: `inline, raw-tcp (indistinguishable in this run)`; one: its name.
+pub fn leader_names(leaders: &[&Row]) -> String {
+    let names: Vec<&str> = leaders.iter().map(|r| r.client.as_str()).collect();
+    match names.len() {
+        0 => "–".to_string(),
+        1 => names[0].to_string(),
+        _ => format!("{} (indistinguishable in this run)", names.join(", ")),
+    }
+}
+
+/// A row's throughput over redis-benchmark's in its cell, with the ratio's range:
+/// `1.32× (1.26–1.37×)`, or `1.32× (1 run)` when a side was measured once.
+pub fn baseline_ratio_text(cell: &Cell, row: Option<&Row>) -> String {
+    match row.and_then(|row| cell.against_baseline(row)) {
+        Some(judged) => match (judged.ratio, judged.range) {
+            (Some(ratio), Some((low, high))) => format!(
+                "{}× ({}–{}×)",
+                format::significant(ratio, 3),
+                format::significant(low, 3),
+                format::significant(high, 3)
+            ),
+            (Some(ratio), None) => format!("{}× (1 run)", format::significant(ratio, 3)),
+            _ => "–".to_string(),
+        },
+        None => "–".to_string(),
     }
 }
 
@@ -417,9 +455,12 @@ fn headline(out: &mut String, model: &Model) {
     out.push_str(
         "<section id=\"headline\">\n<h2>Headline</h2>\n<p>The fastest client of each cell, the best \
          hand-written and library clients, and their throughput as a multiple of redis-benchmark \
-         (the hiredis C client) in the same cell; last, the best hand-written client's time per \
-         operation as a multiple of the loopback floor's (a trivial server that answers a canned \
-         reply: the cost of the transport itself).</p>\n",
+         (the benchmark tool shipped with Redis) in the same cell, with the ratio's range from both \
+         intervals; last, the best hand-written client's time per operation as a multiple of the \
+         loopback floor's (a trivial server that answers a canned reply: the cost of the transport \
+         itself). A client is named fastest only when its interval is clear of the next one's and \
+         the difference exceeds the run-to-run spread; otherwise every client it cannot be told \
+         apart from is named with it.</p>\n",
     );
     legend(out);
     out.push_str(
@@ -442,17 +483,20 @@ fn headline(out: &mut String, model: &Model) {
         let _ = write!(
             out,
             "<td>{}</td>{}",
-            best.map_or("–".to_string(), |r| esc(&r.client)),
+            esc(&leader_names(&cell.leaders(None))),
             num_cell(best.and_then(Row::ops), format::grouped)
         );
-        for kind in ["hand-written", "library"] {
+        for kind in [Kind::HandWritten, Kind::Library] {
             let row = cell.best_of(kind);
+            let ratio = baseline_ratio_text(cell, row);
             let _ = write!(
                 out,
-                "<td>{}</td>{}{}",
-                row.map_or("–".to_string(), |r| esc(&r.client)),
+                "<td>{}</td>{}<td class=\"num\" data-v=\"{}\">{}</td>",
+                esc(&leader_names(&cell.leaders(Some(kind)))),
                 num_cell(row.and_then(Row::ops), format::grouped),
-                num_cell(row.and_then(|r| cell.ratio_to_baseline(r)), format::ratio)
+                row.and_then(|r| cell.ratio_to_baseline(r))
+                    .map_or(String::new(), |r| r.to_string()),
+                esc(&ratio)
             );
         }
         let _ = writeln!(
@@ -460,7 +504,7 @@ fn headline(out: &mut String, model: &Model) {
             "{}{}</tr>",
             num_cell(cell.baseline, format::grouped),
             num_cell(
-                cell.best_of("hand-written")
+                cell.best_of(Kind::HandWritten)
                     .and_then(|r| cell.time_over_floor(r)),
                 format::ratio
             )
@@ -475,11 +519,12 @@ fn legend(out: &mut String) {
         let _ = write!(
             out,
             "<li><span class=\"swatch {kind}\" style=\"background:{}\"></span>{kind}</li>",
-            svg::kind_colour(kind)
+            svg::kind_colour(*kind)
         );
     }
     out.push_str(
-        "<li>whiskers: confidence interval</li><li><span class=\"muted\">failed / unsupported pairs: \
+        "<li>whiskers: the interval of the time per operation (95 % CI of one run, or the range of \
+         several runs)</li><li><span class=\"muted\">failed / unsupported pairs: \
          named in the chart, reasons in the list at the end</span></li></ul>\n",
     );
 }
@@ -494,7 +539,7 @@ fn op_section(out: &mut String, section: &OpSection, index: usize, model: &Model
         "<section class=\"op\" id=\"{}\">\n<h2>{} <code>{}</code></h2>",
         section_id(index),
         esc(&section.title),
-        esc(&section.op)
+        esc(section.op.as_str())
     );
     legend(out);
     // Cell ids number every cell of the page in order, as in `headline`.
@@ -519,7 +564,7 @@ fn op_section(out: &mut String, section: &OpSection, index: usize, model: &Model
         }
         cell_index += variant.cells.len();
     }
-    if section.op == "pipeline_set"
+    if section.op == crate::results::Op::PipelineSet
         && let Some(depth) = &model.depth
     {
         depth_section(out, depth);
@@ -541,8 +586,8 @@ fn cell_figure(out: &mut String, cell: &Cell, index: usize, scale_max: f64) {
         cell_id(index),
         esc(&cell.label),
         chart.bars,
-        esc(&backend_title(&cell.backend)),
-        esc(&transport_title(&cell.transport)),
+        esc(backend_title(cell.backend)),
+        esc(transport_title(cell.transport)),
         esc(&cell.label),
         chart.svg
     );
@@ -554,44 +599,58 @@ fn cost_table(out: &mut String, cell: &Cell, index: usize) {
         "<details class=\"cost\"><summary>Cost per operation · <code>{}</code></summary>\n\
          <table class=\"sortable\" id=\"table-{index}\">\n<thead><tr><th>client</th><th>kind</th>\
          <th data-type=\"num\">ops/s</th><th data-type=\"num\">interval (ops/s)</th>\
+         <th title=\"what the interval is: criterion's 95 % CI of the median, or the range of several runs or calls\">measured</th>\
+         <th data-type=\"num\" title=\"run-to-run spread: highest ops/s of the runs over the lowest\">noise</th>\
          <th data-type=\"num\" title=\"ops/s over the fastest client of the real server\">× fastest</th>\
-         <th data-type=\"num\" title=\"ops/s over redis-benchmark's\">× {BASELINE_CLIENT}</th>\
+         <th data-type=\"num\" title=\"ops/s over redis-benchmark's, with the ratio's range\">× {BASELINE_CLIENT}</th>\
          <th data-type=\"num\" title=\"time per operation over the loopback floor's\">time × floor</th>\
-         <th data-type=\"num\">CPU/op</th><th data-type=\"num\">syscalls/op</th>\
+         <th data-type=\"num\" title=\"process CPU time per operation, all threads\">CPU/op</th>\
+         <th data-type=\"num\" title=\"user-space part: the client's own code\">user/op</th>\
+         <th data-type=\"num\" title=\"kernel part: system calls, loopback delivery\">sys/op</th>\
+         <th data-type=\"num\">syscalls/op</th>\
          <th data-type=\"num\">allocs/op</th><th data-type=\"num\">alloc bytes/op</th>\
          <th data-type=\"num\">p50</th><th data-type=\"num\">p99</th><th data-type=\"num\">p99.9</th>\
          </tr></thead>\n<tbody>\n",
         esc(&cell.label)
     );
+    let mut flags = Vec::new();
     for row in cell.by_speed() {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td><span class=\"swatch {}\" style=\"background:{}\"></span>{}</td>",
+            "<tr><td>{}{}</td><td><span class=\"swatch {kind}\" style=\"background:{}\"></span>{kind}</td>",
             esc(&row.client),
-            esc(&row.kind),
-            svg::kind_colour(&row.kind),
-            esc(&row.kind)
+            if row.flags.is_empty() {
+                String::new()
+            } else {
+                flags.push(row);
+                format!(
+                    " <sup class=\"flag\" title=\"{}\">⚑</sup>",
+                    esc(&row.flags.join("; "))
+                )
+            },
+            svg::kind_colour(row.kind),
+            kind = row.kind.as_str(),
         );
         if !row.is_ok() {
             let status = svg::status_word(row);
             let _ = writeln!(
                 out,
-                "<td class=\"{}\" colspan=\"12\">{}: {}</td></tr>",
-                if row.status == "unsupported" {
+                "<td class=\"{}\" colspan=\"16\">{}: {}</td></tr>",
+                if row.status == Status::Unsupported {
                     "unsupported"
                 } else {
                     "failed"
                 },
                 esc(status),
-                esc(&row.problem().unwrap_or_default())
+                esc(&row.unmeasured_reason().unwrap_or_default())
             );
             continue;
         }
         let interval = row.ops_interval();
-        let latency = row.latency_ns.unwrap_or_default();
+        let latency = row.latency_ns;
         let _ = writeln!(
             out,
-            "{}<td class=\"num\" data-v=\"{}\">{}</td>{}{}{}{}{}{}{}{}{}{}</tr>",
+            "{}<td class=\"num\" data-v=\"{}\">{}</td><td>{}</td>{}{}<td class=\"num\" data-v=\"{}\">{}</td>{}{}{}{}{}{}{}{}{}{}</tr>",
             match row.unmeasured_reason() {
                 None => num_cell(row.ops(), format::grouped),
                 Some(why) => format!(
@@ -606,19 +665,43 @@ fn cost_table(out: &mut String, cell: &Cell, index: usize) {
                 format::short(low),
                 format::short(high)
             )),
+            esc(&row.measured_text()),
+            num_cell(row.spread, kvbench_results::verdict::percent),
             num_cell(cell.ratio_to_fastest(row), format::ratio),
-            num_cell(cell.ratio_to_baseline(row), format::ratio),
+            cell.ratio_to_baseline(row)
+                .map_or(String::new(), |r| r.to_string()),
+            esc(
+                &if cell.baseline.is_some() && row.client != BASELINE_CLIENT {
+                    baseline_ratio_text(cell, Some(row))
+                } else {
+                    format::opt(cell.ratio_to_baseline(row), format::ratio)
+                }
+            ),
             num_cell(cell.time_over_floor(row), format::ratio),
             num_cell(row.cpu_ns_per_op, format::duration_ns),
+            num_cell(row.user_ns_per_op, format::duration_ns),
+            num_cell(row.sys_ns_per_op, format::duration_ns),
             num_cell(row.syscalls_per_op, |v| format::significant(v, 3)),
             num_cell(row.allocs_per_op, |v| format::significant(v, 3)),
             num_cell(row.alloc_bytes_per_op, format::bytes),
-            num_cell(latency.p50, format::duration_ns),
-            num_cell(latency.p99, format::duration_ns),
-            num_cell(latency.p999, format::duration_ns),
+            num_cell(latency.map(|l| l.p50 as f64), format::duration_ns),
+            num_cell(latency.map(|l| l.p99 as f64), format::duration_ns),
+            num_cell(
+                latency.and_then(|l| l.p999).map(|v| v as f64),
+                format::duration_ns
+            ),
         );
     }
-    out.push_str("</tbody></table>\n</details>\n");
+    out.push_str("</tbody></table>\n");
+    for row in flags {
+        let _ = writeln!(
+            out,
+            "<p class=\"flag\">⚑ <strong>{}</strong>: {}</p>",
+            esc(&row.client),
+            esc(&row.flags.join("; "))
+        );
+    }
+    out.push_str("</details>\n");
 }
 
 /// A right-aligned number with its raw value in `data-v` for sorting.
@@ -652,7 +735,7 @@ fn depth_section(out: &mut String, depth: &DepthChart) {
             esc(&client.client),
             chart.bars,
             esc(&client.client),
-            esc(&client.kind),
+            esc(client.kind.as_str()),
             chart.svg
         );
     }
@@ -687,7 +770,7 @@ fn depth_table(out: &mut String, depth: &DepthChart) {
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td>",
                 esc(&client.client),
-                esc(&client.kind),
+                esc(client.kind.as_str()),
                 esc(series)
             );
             for d in &depth.depths {
@@ -731,10 +814,10 @@ fn problems(out: &mut String, model: &Model) {
         let _ = writeln!(
             out,
             "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-            esc(&row.cell_label()),
+            esc(&row.cell),
             esc(&row.client),
-            esc(&row.kind),
-            if row.status == "unsupported" {
+            esc(row.kind.as_str()),
+            if row.status == Status::Unsupported {
                 "unsupported"
             } else {
                 "failed"

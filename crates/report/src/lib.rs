@@ -62,15 +62,9 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// results.json is not valid JSON of the expected shape.
-    #[error("cannot parse {}: {source}", path.display())]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Where and why.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// A results file could not be read, or is not of this schema.
+    #[error(transparent)]
+    Results(#[from] kvbench_results::Error),
     /// A report file could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {

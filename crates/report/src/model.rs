@@ -7,33 +7,26 @@ use std::path::Path;
 
 use crate::check;
 use crate::format;
-use crate::results::{Results, Row};
+use crate::results::{Backend, Kind, Op, Results, Row, Transport};
+use kvbench_results::verdict::{self, Judgement};
 
-/// The baseline every cell's ratio column refers to: redis-benchmark, the hiredis C client.
-pub const BASELINE_CLIENT: &str = "redis-benchmark";
+/// The baseline every cell's ratio column refers to: redis-benchmark, the benchmark tool shipped
+/// with Redis (C, its own event loop).
+pub const BASELINE_CLIENT: &str = kvbench_results::REDIS_BENCHMARK;
 
-/// Operations in report order, with their titles.
-const OPS: &[(&str, &str)] = &[
-    ("get", "GET (hit)"),
-    ("get_miss", "GET (miss)"),
-    ("set", "SET"),
-    ("set_ex", "SET with expiry"),
-    ("pipeline_set", "Pipelined SET"),
-];
-
-/// Whether a row is a floor rather than a client of the real server: a baseline other than
-/// redis-benchmark (the bench's loopback floor talks to a trivial canned-reply server). Floors
-/// are excluded from "fastest" and get their own ratio column.
+/// Whether a row is a floor rather than a client of the real server (the loopback floor talks
+/// to a trivial canned-reply server). Floors are excluded from "fastest" and get their own ratio
+/// column.
 pub fn is_floor(row: &Row) -> bool {
-    row.kind == "baseline" && row.client != BASELINE_CLIENT
+    row.is_floor()
 }
 
 /// Kinds in report order (also the legend's order).
-pub const KINDS: &[&str] = &["hand-written", "library", "baseline"];
+pub const KINDS: &[Kind] = &[Kind::HandWritten, Kind::Library, Kind::Baseline];
 
 /// The report's view of one results file.
 pub struct Model<'a> {
-    /// One section per operation, in [`OPS`] order (unknown operations last, by name).
+    /// One section per operation, in the schema's order.
     pub sections: Vec<OpSection<'a>>,
     /// Pipelined-SET throughput by depth, per client.
     pub depth: Option<DepthChart<'a>>,
@@ -43,8 +36,8 @@ pub struct Model<'a> {
 
 /// Every cell of one operation.
 pub struct OpSection<'a> {
-    /// Operation as in results.json.
-    pub op: String,
+    /// Operation.
+    pub op: Op,
     /// Human title.
     pub title: String,
     /// One variant per (value size, depth), smallest first.
@@ -65,10 +58,12 @@ pub struct Variant<'a> {
 pub struct Cell<'a> {
     /// Criterion group name, for example `redis/get/3B/unix`.
     pub label: String,
-    /// `redis` or `memcached`.
-    pub backend: String,
-    /// `tcp` or `unix`.
-    pub transport: String,
+    /// Server.
+    pub backend: Backend,
+    /// Transport.
+    pub transport: Transport,
+    /// The run's noise figure (median spread of its repeated rows), for verdicts.
+    pub noise: Option<f64>,
     /// Hand-written, then library, then baseline rows; by client name within a kind.
     pub rows: Vec<&'a Row>,
     /// Best throughput in the cell among clients of the real server (floors excluded).
@@ -98,7 +93,7 @@ pub struct DepthClient<'a> {
     /// Client name.
     pub client: String,
     /// Its kind.
-    pub kind: String,
+    pub kind: Kind,
     /// (series, depth) → row.
     pub rows: BTreeMap<(String, u64), &'a Row>,
 }
@@ -108,29 +103,24 @@ impl<'a> Model<'a> {
     pub fn new(results: &'a Results, dir: &Path) -> Model<'a> {
         let mut by_variant: BTreeMap<VariantKey, BTreeMap<CellKey, Vec<&Row>>> = BTreeMap::new();
         for row in &results.rows {
-            let key = row.key();
             by_variant
-                .entry((
-                    op_rank(&row.op),
-                    row.op.clone(),
-                    key.pipeline,
-                    key.value_size,
-                ))
+                .entry((row.op, row.pipeline, row.value_size))
                 .or_default()
                 .entry(CellKey {
-                    backend: (backend_rank(&row.backend), row.backend.clone()),
-                    transport: (transport_rank(&row.transport), row.transport.clone()),
-                    label: row.cell_label(),
+                    backend: row.backend,
+                    transport: row.transport,
+                    label: row.cell.clone(),
                 })
                 .or_default()
                 .push(row);
         }
+        let noise = results.noise().map(|noise| noise.median_spread);
 
         let mut sections: Vec<OpSection> = Vec::new();
-        for ((_, op, pipeline, value_size), cells) in by_variant {
+        for ((op, pipeline, value_size), cells) in by_variant {
             let cells: Vec<Cell> = cells
                 .into_iter()
-                .map(|(key, rows)| Cell::new(key, rows, dir))
+                .map(|(key, rows)| Cell::new(key, rows, dir, noise))
                 .collect();
             let scale_max = cells
                 .iter()
@@ -153,7 +143,7 @@ impl<'a> Model<'a> {
             match sections.last_mut() {
                 Some(section) if section.op == op => section.variants.push(variant),
                 _ => sections.push(OpSection {
-                    title: op_title(&op),
+                    title: op_title(op),
                     op,
                     variants: vec![variant],
                 }),
@@ -163,15 +153,11 @@ impl<'a> Model<'a> {
         let mut problems: Vec<(&Row, String)> = results
             .rows
             .iter()
-            .filter_map(|row| row.problem().map(|why| (row, why)))
+            .filter(|row| !row.is_ok())
+            .filter_map(|row| row.unmeasured_reason().map(|why| (row, why)))
             .collect();
-        problems.sort_by(|(a, _), (b, _)| {
-            (op_rank(&a.op), a.cell_label(), &a.client).cmp(&(
-                op_rank(&b.op),
-                b.cell_label(),
-                &b.client,
-            ))
-        });
+        problems
+            .sort_by(|(a, _), (b, _)| (a.op, &a.cell, &a.client).cmp(&(b.op, &b.cell, &b.client)));
 
         Model {
             depth: DepthChart::new(results),
@@ -188,24 +174,22 @@ impl<'a> Model<'a> {
     }
 }
 
-/// (operation rank, operation, depth, value size): the order of variants in the report.
-type VariantKey = (usize, String, u64, u64);
+/// (operation, depth, value size): the order of variants in the report.
+type VariantKey = (Op, u64, u64);
 
-/// (kind rank, client, kind): the order of clients in the depth section.
-type ClientKey = (usize, String, String);
+/// (kind, client): the order of clients in the depth section.
+type ClientKey = (Kind, String);
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct CellKey {
-    backend: (usize, String),
-    transport: (usize, String),
+    backend: Backend,
+    transport: Transport,
     label: String,
 }
 
 impl<'a> Cell<'a> {
-    fn new(key: CellKey, mut rows: Vec<&'a Row>, dir: &Path) -> Cell<'a> {
-        rows.sort_by(|a, b| {
-            (kind_rank(&a.kind), &a.client, &a.kind).cmp(&(kind_rank(&b.kind), &b.client, &b.kind))
-        });
+    fn new(key: CellKey, mut rows: Vec<&'a Row>, dir: &Path, noise: Option<f64>) -> Cell<'a> {
+        rows.sort_by(|a, b| (a.kind, &a.client).cmp(&(b.kind, &b.client)));
         let fastest = rows
             .iter()
             .filter(|r| !is_floor(r))
@@ -226,8 +210,9 @@ impl<'a> Cell<'a> {
             .find_map(|rel| check::existing_inside(dir, rel).then(|| rel.to_string()));
         Cell {
             label: key.label,
-            backend: key.backend.1,
-            transport: key.transport.1,
+            backend: key.backend,
+            transport: key.transport,
+            noise,
             rows,
             fastest,
             baseline,
@@ -249,7 +234,7 @@ impl<'a> Cell<'a> {
     }
 
     /// The fastest row of a kind.
-    pub fn best_of(&self, kind: &str) -> Option<&'a Row> {
+    pub fn best_of(&self, kind: Kind) -> Option<&'a Row> {
         self.rows
             .iter()
             .copied()
@@ -276,6 +261,39 @@ impl<'a> Cell<'a> {
         Some(row.ops()? / self.baseline?)
     }
 
+    /// The row against redis-benchmark in the same cell: the ratio with its range and verdict.
+    pub fn against_baseline(&self, row: &Row) -> Option<Judgement> {
+        let baseline = self
+            .rows
+            .iter()
+            .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some())?;
+        Some(verdict::judge(row, self.noise, baseline, self.noise))
+    }
+
+    /// The rows a "fastest" sentence must name: the fastest client of `kind` (any kind when
+    /// `None`; floors excluded) and every other that cannot be told apart from it in this run.
+    pub fn leaders(&self, kind: Option<Kind>) -> Vec<&'a Row> {
+        let best = match kind {
+            Some(kind) => self.best_of(kind),
+            None => self.best(),
+        };
+        let Some(best) = best else {
+            return Vec::new();
+        };
+        let mut leaders = vec![best];
+        for row in self.by_speed() {
+            let eligible = !row.is_floor() && kind.is_none_or(|k| row.kind == k);
+            if eligible
+                && !std::ptr::eq(row, best)
+                && row.ops().is_some()
+                && !verdict::judge(best, self.noise, row, self.noise).is_decided()
+            {
+                leaders.push(row);
+            }
+        }
+        leaders
+    }
+
     /// Time per operation as a multiple of the loopback floor's (`floor ops / ops`).
     pub fn time_over_floor(&self, row: &Row) -> Option<f64> {
         Some(self.floor? / row.ops()?)
@@ -287,32 +305,26 @@ impl<'a> DepthChart<'a> {
         let rows: Vec<&Row> = results
             .rows
             .iter()
-            .filter(|r| r.op == "pipeline_set")
+            .filter(|r| r.op == Op::PipelineSet)
             .collect();
         if rows.is_empty() {
             return None;
         }
-        let mut depths: Vec<u64> = rows.iter().map(|r| r.key().pipeline).collect();
+        let mut depths: Vec<u64> = rows.iter().map(|r| r.pipeline).collect();
         depths.sort_unstable();
         depths.dedup();
-        let mut series: Vec<(usize, usize, String)> = rows
+        let mut series: Vec<(Backend, Transport, String)> = rows
             .iter()
-            .map(|r| {
-                (
-                    backend_rank(&r.backend),
-                    transport_rank(&r.transport),
-                    series_name(r),
-                )
-            })
+            .map(|r| (r.backend, r.transport, series_name(r)))
             .collect();
         series.sort();
         series.dedup();
         let mut clients: BTreeMap<ClientKey, BTreeMap<(String, u64), &Row>> = BTreeMap::new();
         for row in &rows {
             clients
-                .entry((kind_rank(&row.kind), row.client.clone(), row.kind.clone()))
+                .entry((row.kind, row.client.clone()))
                 .or_default()
-                .insert((series_name(row), row.key().pipeline), row);
+                .insert((series_name(row), row.pipeline), row);
         }
         let scale_max = rows.iter().filter_map(|r| upper_ops(r)).fold(0.0, f64::max);
         Some(DepthChart {
@@ -320,7 +332,7 @@ impl<'a> DepthChart<'a> {
             series: series.into_iter().map(|(_, _, name)| name).collect(),
             clients: clients
                 .into_iter()
-                .map(|((_, client, kind), rows)| DepthClient { client, kind, rows })
+                .map(|((kind, client), rows)| DepthClient { client, kind, rows })
                 .collect(),
             scale_max,
         })
@@ -341,69 +353,29 @@ pub fn upper_ops(row: &Row) -> Option<f64> {
 }
 
 /// Human title of an operation.
-pub fn op_title(op: &str) -> String {
-    OPS.iter()
-        .find(|(name, _)| *name == op)
-        .map(|(_, title)| title.to_string())
-        .unwrap_or_else(|| if op.is_empty() { "(no op)" } else { op }.to_string())
-}
-
-fn op_rank(op: &str) -> usize {
-    OPS.iter()
-        .position(|(name, _)| *name == op)
-        .unwrap_or(OPS.len())
-}
-
-fn kind_rank(kind: &str) -> usize {
-    KINDS.iter().position(|k| *k == kind).unwrap_or(KINDS.len())
-}
-
-/// Redis first, then memcached, then anything else.
-pub fn backend_rank(backend: &str) -> usize {
-    ["redis", "memcached"]
-        .iter()
-        .position(|b| *b == backend)
-        .unwrap_or(2)
-}
-
-fn transport_rank(transport: &str) -> usize {
-    ["tcp", "unix"]
-        .iter()
-        .position(|t| *t == transport)
-        .unwrap_or(2)
+pub fn op_title(op: Op) -> String {
+    match op {
+        Op::Get => "GET (hit)",
+        Op::GetMiss => "GET (miss)",
+        Op::Set => "SET",
+        Op::SetEx => "SET with expiry",
+        Op::PipelineSet => "Pipelined SET",
+    }
+    .to_string()
 }
 
 /// Display name of a transport.
-pub fn transport_title(transport: &str) -> String {
+pub fn transport_title(transport: Transport) -> &'static str {
     match transport {
-        "tcp" => "TCP".to_string(),
-        "unix" => "Unix socket".to_string(),
-        other => other.to_string(),
+        Transport::Tcp => "TCP",
+        Transport::Unix => "Unix socket",
     }
 }
 
-/// Servers of a run in report order (Redis, memcached, others by name).
-pub fn servers_in_order(run: &crate::results::Run) -> Vec<(&String, &crate::results::ServerInfo)> {
-    let mut servers: Vec<_> = run.servers.iter().collect();
-    servers.sort_by_key(|(name, _)| (backend_rank(name), name.as_str()));
-    servers
-}
-
-/// A run's placement for people: `same-core (servers on CPU 1, bench on CPU 1)`.
-pub fn placement_text(placement: &crate::results::Placement) -> String {
-    format!(
-        "{} (servers on CPU {}, bench on CPU {})",
-        placement.mode.as_deref().unwrap_or("?"),
-        crate::html::value_text(placement.server_cpu.as_ref()),
-        crate::html::value_text(placement.client_cpu.as_ref())
-    )
-}
-
 /// Display name of a backend.
-pub fn backend_title(backend: &str) -> String {
+pub fn backend_title(backend: Backend) -> &'static str {
     match backend {
-        "redis" => "Redis".to_string(),
-        "memcached" => "memcached".to_string(),
-        other => other.to_string(),
+        Backend::Redis => "Redis",
+        Backend::Memcached => "memcached",
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::format;
 use crate::model::{Cell, DepthChart, DepthClient, series_name};
-use crate::results::Row;
+use crate::results::{Kind, Row, Status};
 
 /// A drawn chart and how many bars it holds.
 pub struct Chart {
@@ -19,12 +19,11 @@ pub struct Chart {
 }
 
 /// Fill colour of a client kind (the legend uses the same).
-pub fn kind_colour(kind: &str) -> &'static str {
+pub fn kind_colour(kind: Kind) -> &'static str {
     match kind {
-        "hand-written" => "#1f77b4",
-        "library" => "#ff7f0e",
-        "baseline" => "#8c8c8c",
-        _ => "#9467bd",
+        Kind::HandWritten => "#1f77b4",
+        Kind::Library => "#ff7f0e",
+        Kind::Baseline => "#8c8c8c",
     }
 }
 
@@ -83,11 +82,11 @@ pub fn cell_chart(cell: &Cell, scale_max: f64) -> Chart {
                 let _ = write!(
                     svg,
                     r#"<rect class="bar" data-kind="{}" x="{plot_x0}" y="{}" width="{:.1}" height="{BAR_HEIGHT}" fill="{}"{}><title>{}</title></rect>"#,
-                    format::html(&row.kind),
+                    format::html(row.kind.as_str()),
                     y + (ROW_HEIGHT - BAR_HEIGHT) / 2.0,
                     (x(ops) - plot_x0).max(1.0),
-                    kind_colour(&row.kind),
-                    if row.kind == "baseline" {
+                    kind_colour(row.kind),
+                    if row.kind == Kind::Baseline {
                         r##" stroke="#333" stroke-dasharray="3 2""##
                     } else {
                         ""
@@ -275,17 +274,16 @@ fn tooltip(row: &Row, ops: f64, interval: Option<(f64, f64)>) -> String {
 
 /// `failed`, `unsupported`, or `not timed` (an ok row without a throughput).
 pub fn status_word(row: &Row) -> &str {
-    match row.status.as_str() {
-        "ok" => "not timed",
-        "" => "no status",
-        status => status,
+    match row.status {
+        Status::Ok => "not timed",
+        status => status.as_str(),
     }
 }
 
 fn status_class(row: &Row) -> &'static str {
-    match row.status.as_str() {
-        "unsupported" | "ok" => "unsupported",
-        _ => "failed",
+    match row.status {
+        Status::Unsupported | Status::Ok => "unsupported",
+        Status::Failed => "failed",
     }
 }
 

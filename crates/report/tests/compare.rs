@@ -27,9 +27,15 @@ fn run_b(a: &Value) -> (Value, Vec<(&'static str, f64)>) {
         let measured = row["ops_per_sec"].is_number();
         if measured {
             row["ops_per_sec"] = json!(row["ops_per_sec"].as_f64().unwrap() / scale);
-            for bound in ["mean", "lower", "upper"] {
-                if let Some(ns) = row["wall_ns_per_op"][bound].as_f64() {
-                    row["wall_ns_per_op"][bound] = json!(ns * scale);
+            let wall = &mut row["wall_ns_per_op"];
+            for bound in ["median", "mean"] {
+                if let Some(ns) = wall[bound].as_f64() {
+                    wall[bound] = json!(ns * scale);
+                }
+            }
+            for bound in ["lower", "upper"] {
+                if let Some(ns) = wall["interval"][bound].as_f64() {
+                    wall["interval"][bound] = json!(ns * scale);
                 }
             }
         }
@@ -55,9 +61,9 @@ fn a_ratio_for_every_common_row_and_noise_flagged() {
     let a_rows = a["rows"].as_array().unwrap();
     assert_eq!(comparison.rows.len(), a_rows.len() - 1);
     assert_eq!(comparison.only_in_a.len(), 1);
-    assert_eq!(comparison.only_in_a[0].client, a_rows[0]["client"]);
+    assert_eq!(comparison.only_in_a[0].1, a_rows[0]["client"]);
     assert_eq!(comparison.only_in_b.len(), 1);
-    assert_eq!(comparison.only_in_b[0].client, "newcomer");
+    assert_eq!(comparison.only_in_b[0].1, "newcomer");
 
     let mut verdicts = BTreeSet::new();
     for (row, expected) in comparison.rows.iter().zip(&expected) {
@@ -69,10 +75,11 @@ fn a_ratio_for_every_common_row_and_noise_flagged() {
                     "same reason in both: {reason}"
                 );
             }
-            Verdict::NoInterval => {
+            Verdict::Unknown(_) => {
                 assert!(row.ratio.is_some());
                 assert_eq!(
-                    row.kind, "library",
+                    row.kind,
+                    kvbench_report::results::Kind::Library,
                     "only fred's 1 MiB row lacks an interval"
                 );
             }
@@ -132,7 +139,7 @@ fn identical_runs_are_all_within_noise() {
     assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
     for row in &comparison.rows {
         match &row.verdict {
-            Verdict::WithinNoise | Verdict::NoInterval => assert_eq!(row.ratio, Some(1.0)),
+            Verdict::WithinNoise(_) | Verdict::Unknown(_) => assert_eq!(row.ratio, Some(1.0)),
             Verdict::NotMeasured(_) => assert_eq!(row.ratio, None),
             other => panic!("{:?}: {other:?}", row.key),
         }

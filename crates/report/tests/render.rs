@@ -239,7 +239,10 @@ fn cost_tables_carry_ratios_and_sort_keys() {
         .expect("raw-tcp row");
     // raw-tcp takes 0.70 of the base time (the fastest client), buffered 0.74,
     // redis-benchmark 0.95, and the loopback floor 0.50 (not a client: not "fastest").
-    assert!(raw_tcp.contains(">1.36×<"), "× redis-benchmark: {raw_tcp}");
+    assert!(
+        raw_tcp.contains(">1.36× ("),
+        "× redis-benchmark, with its range: {raw_tcp}"
+    );
     assert!(raw_tcp.contains(">1.00×<"), "× fastest: {raw_tcp}");
     assert!(raw_tcp.contains(">1.40×<"), "time × floor: {raw_tcp}");
     let buffered = table
@@ -252,7 +255,10 @@ fn cost_tables_carry_ratios_and_sort_keys() {
     assert!(raw_tcp.contains(">7.98 µs<"), "p50: {raw_tcp}");
     // Sortable: every numeric cell carries its raw value.
     let numeric = raw_tcp.matches("class=\"num\" data-v=").count();
-    assert_eq!(numeric, 12, "{raw_tcp}");
+    assert_eq!(numeric, 15, "{raw_tcp}");
+    // What the interval is, and the run-to-run spread.
+    assert!(raw_tcp.contains("<td>range of 3</td>"), "{raw_tcp}");
+    assert!(raw_tcp.contains(">5.1 %<"), "noise: {raw_tcp}");
     assert!(table.contains("<th data-type=\"num\">ops/s</th>"));
     assert!(page.contains("table.sortable"), "the sort script is inline");
     // The fastest row comes first.
@@ -293,7 +299,7 @@ fn failed_and_unsupported_pairs_are_listed_with_reasons() {
         "raw-tcp speaks TCP only",
         "redis-benchmark cannot express a GET miss",
         "the inline protocol cannot carry a 100 KiB value",
-        "no status",
+        "failed (no reason given)",
     ] {
         assert!(section.contains(reason), "{reason}");
         assert!(summary.contains(reason), "{reason} in summary.md");
@@ -315,7 +321,10 @@ fn environment_section_shows_the_run() {
         "1.6.18",
         "memcached -m 256 -I 2m",
         "redis-server --port 40001 --save &quot;&quot; --appendonly no",
-        "an extra field the report should show",
+        "a note the report should show",
+        "Known library defects",
+        "stack overflow &lt;kills the process&gt;",
+        "median spread",
         "17 min 42 s",
     ] {
         assert!(section.contains(needle), "{needle} missing");
@@ -358,7 +367,7 @@ fn summary_md_has_the_headline_and_a_table_per_cell() {
     let (_dir, _, summary) = rendered(&value);
     let cells = cells(&value);
     assert_eq!(summary.matches("\n### ").count(), cells.len());
-    assert!(summary.contains("\n### redis/get\\_miss/3B/tcp · Redis · TCP\n"));
+    assert!(summary.contains("\n### redis/get\\_miss/none/tcp · Redis · TCP\n"));
     let headline = &summary[summary.find("## Headline").unwrap()..];
     let headline = &headline[..headline.find("\n\n## ").unwrap()];
     // Header, separator, one line per cell.
@@ -381,33 +390,48 @@ fn summary_md_has_the_headline_and_a_table_per_cell() {
 }
 
 #[test]
-fn sparse_and_empty_results_render() {
-    for value in [
-        json!({}),
-        json!({"run": null, "rows": null}),
-        json!({"rows": [{}]}),
-        json!({"rows": [{"status": "ok", "backend": "redis", "op": "get"}]}),
-        json!({"rows": [{"status": "ok", "op": "pipeline_set", "pipeline": 1000, "ops_per_sec": 5.0}]}),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("results.json"), value.to_string()).unwrap();
-        render_run(dir.path()).unwrap();
-        let report = check_run_dir(dir.path()).unwrap();
-        assert!(report.is_ok(), "{value}: {:#?}", report.problems);
-    }
+fn a_run_without_rows_renders() {
+    let mut value = common::fixture();
+    value["rows"] = json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("results.json"), value.to_string()).unwrap();
+    render_run(dir.path()).unwrap();
+    let report = check_run_dir(dir.path()).unwrap();
+    assert!(report.is_ok(), "{:#?}", report.problems);
 }
 
 #[test]
-fn bad_input_is_a_typed_error() {
+fn bad_input_is_a_typed_error_that_names_what_is_wrong() {
+    use kvbench_report::results::Error as SchemaError;
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(render_run(dir.path()), Err(Error::Read { .. })));
-    fs::write(dir.path().join("results.json"), "{").unwrap();
-    assert!(matches!(render_run(dir.path()), Err(Error::Parse { .. })));
-    fs::write(
-        dir.path().join("results.json"),
-        r#"{"rows": [{"ops_per_sec": "fast"}]}"#,
-    )
-    .unwrap();
+    let results = dir.path().join("results.json");
+    assert!(matches!(
+        render_run(dir.path()),
+        Err(Error::Results(SchemaError::Read { .. }))
+    ));
+    fs::write(&results, "{").unwrap();
+    assert!(matches!(
+        render_run(dir.path()),
+        Err(Error::Results(SchemaError::Parse { .. }))
+    ));
+    // Sparse files of the old, lenient days: refused as another schema version.
+    for value in [json!({}), json!({"rows": [{"status": "ok", "op": "get"}]})] {
+        fs::write(&results, value.to_string()).unwrap();
+        assert!(matches!(
+            render_run(dir.path()),
+            Err(Error::Results(SchemaError::Version { found: None, .. }))
+        ));
+    }
+    // A wrong type, a missing field: the message names the file and the field.
+    let mut value = common::fixture();
+    value["rows"][0]["ops_per_sec"] = json!("fast");
+    fs::write(&results, value.to_string()).unwrap();
     let error = render_run(dir.path()).unwrap_err().to_string();
     assert!(error.contains("results.json"), "{error}");
+    assert!(error.contains("invalid type: string \"fast\""), "{error}");
+    value["rows"][0]["ops_per_sec"] = json!(1.0);
+    value["rows"][0].as_object_mut().unwrap().remove("status");
+    fs::write(&results, value.to_string()).unwrap();
+    let error = render_run(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("missing field `status`"), "{error}");
 }

@@ -25,9 +25,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::format::{self, html as esc};
-use crate::results::{Results, Row, RowKey};
+use crate::results::{Backend, Kind, Op, Results, Row, Transport};
 use crate::{Section, model};
 use catalogue::{CRATES, LESSONS, Lesson, MAIN_CELLS, Pick, Table, Which};
+use kvbench_results::verdict;
 use source::{CodeRef, Resolved};
 
 /// Name of a run's lessons page inside its folder.
@@ -47,6 +48,9 @@ pub enum Error {
     /// A run's results could not be read.
     #[error(transparent)]
     Results(#[from] crate::Error),
+    /// A run's results file is not of this schema.
+    #[error(transparent)]
+    Schema(#[from] kvbench_results::Error),
     /// No source tree (a folder with a workspace `Cargo.toml` and `crates/`) around the run.
     #[error("no kvbench source tree found around {}: pass --root", start.display())]
     NoSourceTree {
@@ -113,19 +117,18 @@ impl<'a> RunRef<'a> {
 
     /// `same-core, servers on CPU 1, bench on CPU 1`.
     fn placement(&self) -> String {
-        match &self.results.run.placement {
-            None => "not recorded".to_string(),
-            Some(p) => format!(
-                "{}, servers on CPU {}, bench on CPU {}",
-                p.mode.as_deref().unwrap_or("?"),
-                crate::html::value_text(p.server_cpu.as_ref()),
-                crate::html::value_text(p.client_cpu.as_ref())
-            ),
-        }
+        let p = &self.results.run.placement;
+        let cpu = |cpu: Option<u32>| cpu.map_or("any".to_string(), |c| c.to_string());
+        format!(
+            "{}, servers on CPU {}, bench on CPU {}",
+            p.mode,
+            cpu(p.server_cpu),
+            cpu(p.client_cpu)
+        )
     }
 
     fn placement_mode(&self) -> Option<&str> {
-        self.results.run.placement.as_ref()?.mode.as_deref()
+        Some(self.results.run.placement.mode.as_str())
     }
 
     /// `run `<id>` (mode full; placement same-core (…)), `<source>``.
@@ -135,7 +138,7 @@ impl<'a> RunRef<'a> {
             Span::Code(self.id.clone()),
             Span::Text(format!(
                 " (mode {}; placement {}), from ",
-                self.results.run.mode.as_deref().unwrap_or("not recorded"),
+                self.results.run.mode,
                 self.placement()
             )),
             Span::Code(self.source.clone()),
@@ -232,15 +235,15 @@ impl Lookup<'_> {
 }
 
 fn find<'a>(results: &'a Results, pick: &Pick) -> Option<&'a Row> {
-    let key = RowKey {
-        backend: pick.backend.to_string(),
-        op: pick.op.to_string(),
-        value_size: pick.size,
-        pipeline: pick.pipeline,
-        transport: pick.transport.to_string(),
-        client: pick.client.to_string(),
-    };
-    results.rows.iter().find(|row| row.key() == key)
+    results.rows.iter().find(|row| {
+        row.backend.as_str() == pick.backend
+            && row.op.as_str() == pick.op
+            && row.value_size == pick.size
+            && row.pipeline == pick.pipeline
+            && row.transport.as_str() == pick.transport
+            && row.concurrency == 1
+            && row.client == pick.client
+    })
 }
 
 /// The bench's name for a pick's cell (`redis/get/3B/tcp`, `redis/pipeline_set/100000/tcp`).
@@ -259,20 +262,30 @@ fn status_text(lookup: &Lookup) -> Option<String> {
         Lookup::Missing => Some("not measured in this run".to_string()),
         Lookup::NoRun => Some("no split run given".to_string()),
         Lookup::Found(row) if row.ops().is_some() => None,
-        Lookup::Found(row) => Some(match row.problem() {
-            Some(why) => format!("{}: {why}", crate::svg::status_word(row)),
-            None => "not timed".to_string(),
+        Lookup::Found(row) => Some(match row.unmeasured_reason() {
+            Some(why) if !row.is_ok() => format!("{}: {why}", crate::svg::status_word(row)),
+            _ => "not timed".to_string(),
         }),
     }
 }
 
-/// The metric cells shared by every table: CPU/op, syscalls/op, allocs/op, p99.
+/// The metric cells shared by every table: CPU/op (user + sys), syscalls/op, allocs/op, p99.
 fn cost_cells(row: Option<&Row>) -> Vec<Vec<Span>> {
     let ok = row.filter(|r| r.is_ok());
     let number =
         |value: Option<f64>, f: &dyn Fn(f64) -> String| vec![Span::Text(format::opt(value, f))];
+    let cpu = match ok.map(|r| (r.cpu_ns_per_op, r.user_ns_per_op, r.sys_ns_per_op)) {
+        Some((Some(cpu), Some(user), Some(sys))) => format!(
+            "{} ({} + {})",
+            format::duration_ns(cpu),
+            format::duration_ns(user),
+            format::duration_ns(sys)
+        ),
+        Some((cpu, _, _)) => format::opt(cpu, format::duration_ns),
+        None => "–".to_string(),
+    };
     vec![
-        number(ok.and_then(|r| r.cpu_ns_per_op), &format::duration_ns),
+        vec![Span::Text(cpu)],
         number(ok.and_then(|r| r.syscalls_per_op), &|v| {
             format::significant(v, 3)
         }),
@@ -280,7 +293,7 @@ fn cost_cells(row: Option<&Row>) -> Vec<Vec<Span>> {
             format::significant(v, 3)
         }),
         number(
-            ok.and_then(|r| r.latency_ns.and_then(|l| l.p99)),
+            ok.and_then(|r| r.latency_ns.map(|l| l.p99 as f64)),
             &format::duration_ns,
         ),
     ]
@@ -299,7 +312,7 @@ fn ratio_text(value: f64) -> String {
     }
 }
 
-const COST_HEAD: [&str; 4] = ["CPU/op", "syscalls/op", "allocs/op", "p99"];
+const COST_HEAD: [&str; 4] = ["CPU/op (user + sys)", "syscalls/op", "allocs/op", "p99"];
 
 /// The two runs a lesson may read.
 pub struct Runs<'a> {
@@ -346,7 +359,7 @@ fn table_blocks(table: &Table, runs: &Runs) -> Vec<Block> {
         }
         cells.push(vec![Span::Code(pick.client.to_string())]);
         let cell = match lookup {
-            Lookup::Found(row) => row.cell_label(),
+            Lookup::Found(row) => row.cell.clone(),
             _ => cell_name(
                 pick.backend,
                 pick.op,
@@ -404,7 +417,7 @@ fn reading(table: &Table, found: &[Lookup], runs: &Runs, two_runs: bool) -> Vec<
             Span::Code(pick.client.to_string()),
             Span::Prose(" (".into()),
         ];
-        spans.push(Span::Code(row.cell_label()));
+        spans.push(Span::Code(row.cell.clone()));
         if two_runs && let Some(run) = runs.get(pick.run) {
             spans.push(Span::Text(format!(
                 ", {} placement",
@@ -414,13 +427,43 @@ fn reading(table: &Table, found: &[Lookup], runs: &Runs, two_runs: bool) -> Vec<
         spans.push(Span::Text(format!(") at {} ops/s", format::grouped(*ops))));
         spans
     };
+    let noise = |pick: &Pick| {
+        runs.get(pick.run)
+            .and_then(|run| run.results.noise())
+            .map(|noise| noise.median_spread)
+    };
+    let judged = verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0));
+    if !judged.is_decided() {
+        let why = match &judged.verdict {
+            verdict::Verdict::Indistinguishable(why) | verdict::Verdict::Unknown(why) => {
+                why.clone()
+            }
+            _ => String::new(),
+        };
+        let mut spans = vec![Span::Prose(
+            "In this run, no faster side can be named: ".into(),
+        )];
+        spans.extend(describe(fast));
+        spans.push(Span::Prose(" and ".into()));
+        spans.extend(describe(slow));
+        spans.push(Span::Text(format!(
+            " are indistinguishable ({why}; measured ratio {}).",
+            ratio_text(fast.2 / slow.2)
+        )));
+        return spans;
+    }
     let mut spans = vec![Span::Prose("In this run, the fastest is ".into())];
     spans.extend(describe(fast));
     spans.push(Span::Prose(", the slowest ".into()));
     spans.extend(describe(slow));
     spans.push(Span::Text(format!(
-        ": {} the throughput.",
-        ratio_text(fast.2 / slow.2)
+        ": {} the throughput{}.",
+        ratio_text(fast.2 / slow.2),
+        judged.range.map_or(String::new(), |(low, high)| format!(
+            " (range {}–{})",
+            ratio_text(low),
+            ratio_text(high)
+        ))
     )));
     spans
 }
@@ -794,7 +837,9 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
         ));
         spans
     });
-    out.push_str("\n\n| client | cell | ops/s | CPU/op | syscalls/op | allocs/op | p99 |\n");
+    out.push_str(
+        "\n\n| client | cell | ops/s | CPU/op (user + sys) | syscalls/op | allocs/op | p99 |\n",
+    );
     out.push_str("|---|---|--:|--:|--:|--:|--:|\n");
     let mut absent = Vec::new();
     for &(op, size, depth) in MAIN_CELLS {
@@ -802,9 +847,10 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
             .rows
             .iter()
             .filter(|r| {
-                r.op == op
-                    && size.is_none_or(|s| r.value_size == Some(s))
-                    && r.pipeline.unwrap_or(1) == depth
+                r.op.as_str() == op
+                    && size.is_none_or(|s| r.value_size == s)
+                    && r.pipeline == depth
+                    && r.concurrency == 1
                     && clients.contains(&r.client.as_str())
             })
             .collect();
@@ -812,17 +858,12 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
             absent.push(main_cell_title(op, size, depth));
             continue;
         }
-        rows.sort_by_key(|r| {
-            (
-                r.transport.clone(),
-                clients.iter().position(|c| *c == r.client),
-            )
-        });
+        rows.sort_by_key(|r| (r.transport, clients.iter().position(|c| *c == r.client)));
         for row in rows {
             let lookup = Lookup::Found(row);
             let mut cells = vec![
                 vec![Span::Code(row.client.clone())],
-                vec![Span::Code(row.cell_label())],
+                vec![Span::Code(row.cell.clone())],
                 vec![Span::Text(
                     status_text(&lookup).unwrap_or_else(|| format::opt(row.ops(), format::grouped)),
                 )],
@@ -839,7 +880,15 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
 }
 
 fn main_cell_title(op: &str, size: Option<u64>, depth: u64) -> String {
-    let mut title = model::op_title(op);
+    let mut title = match op {
+        "get" => "GET (hit)",
+        "get_miss" => "GET (miss)",
+        "set" => "SET",
+        "set_ex" => "SET with expiry",
+        "pipeline_set" => "Pipelined SET",
+        other => other,
+    }
+    .to_string();
     if depth > 1 {
         let _ = write!(title, ", depth {}", format::depth(depth));
     }
@@ -856,31 +905,35 @@ pub fn headline_markdown(runs: &Runs) -> String {
     let depth = results
         .rows
         .iter()
-        .filter(|r| r.backend == "redis" && r.transport == "tcp" && r.op == "pipeline_set")
-        .filter_map(|r| r.pipeline)
+        .filter(|r| {
+            r.backend == Backend::Redis && r.transport == Transport::Tcp && r.op == Op::PipelineSet
+        })
+        .map(|r| r.pipeline)
         .max();
-    let cells: [(&str, u64, u64); 2] = [
-        ("get", 3, 1),
-        ("pipeline_set", 3, depth.unwrap_or(1_000_000)),
+    let noise = results.noise().map(|n| n.median_spread);
+    let cells: [(Op, u64, u64); 2] = [
+        (Op::Get, 3, 1),
+        (Op::PipelineSet, 3, depth.unwrap_or(1_000_000)),
     ];
-    let in_cell = |(op, size, depth): (&str, u64, u64)| -> Vec<&Row> {
+    let in_cell = |(op, size, depth): (Op, u64, u64)| -> Vec<&Row> {
         results
             .rows
             .iter()
             .filter(|r| {
-                r.backend == "redis"
-                    && r.transport == "tcp"
+                r.backend == Backend::Redis
+                    && r.transport == Transport::Tcp
                     && r.op == op
-                    && r.value_size == Some(size)
-                    && r.pipeline.unwrap_or(1) == depth
+                    && r.value_size == size
+                    && r.pipeline == depth
+                    && r.concurrency == 1
             })
             .collect()
     };
-    let baseline = |rows: &[&Row]| {
+    fn baseline<'r>(rows: &[&'r Row]) -> Option<&'r Row> {
         rows.iter()
-            .find(|r| r.client == model::BASELINE_CLIENT)
-            .and_then(|r| r.ops())
-    };
+            .copied()
+            .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some())
+    }
     let mut out = md_spans(&{
         let mut spans = vec![Span::Prose("Redis over TCP, one connection, in ".into())];
         spans.extend(runs.main.describe());
@@ -898,7 +951,7 @@ pub fn headline_markdown(runs: &Runs) -> String {
         ("`redis-rs/async`", Role::Client("redis-rs/async")),
         ("`fred`", Role::Client("fred")),
         (
-            "`redis-benchmark` (hiredis, C)",
+            "`redis-benchmark` (shipped with Redis; C)",
             Role::Client(model::BASELINE_CLIENT),
         ),
         ("loopback floor (the transport alone)", Role::Floor),
@@ -919,21 +972,57 @@ pub fn headline_markdown(runs: &Runs) -> String {
                     let ops = format::opt(lookup.ops(), format::grouped);
                     match (role, chosen) {
                         (Role::Client(_), _) | (_, None) => ops,
+                        (Role::BestHandWritten, Some(best)) => {
+                            // Every hand-written client this run cannot tell apart from the best.
+                            let mut names = vec![md_code(&best.client)];
+                            names.extend(
+                                rows.iter()
+                                    .filter(|r| {
+                                        r.kind == Kind::HandWritten
+                                            && r.ops().is_some()
+                                            && !std::ptr::eq(**r, best)
+                                            && !verdict::judge(best, noise, r, noise).is_decided()
+                                    })
+                                    .map(|r| md_code(&r.client)),
+                            );
+                            if names.len() == 1 {
+                                format!("{} {ops}", names[0])
+                            } else {
+                                format!(
+                                    "{ops}: {} (indistinguishable in this run)",
+                                    names.join(", ")
+                                )
+                            }
+                        }
                         (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
                     }
                 }
             };
-            let ratio = match (lookup.ops(), baseline(rows)) {
-                (Some(ops), Some(base)) => ratio_text(ops / base),
+            let ratio = match (chosen, baseline(rows)) {
+                (Some(row), Some(base)) if row.ops().is_some() && !std::ptr::eq(row, base) => {
+                    let judged = verdict::judge(row, noise, base, noise);
+                    judged.ratio.map_or("–".to_string(), |r| {
+                        verdict::ratio_with_range(r, judged.range)
+                            .replace("no range: measured once", "1 run")
+                    })
+                }
+                (Some(row), Some(_)) if row.ops().is_some() => "1.00×".to_string(),
                 _ => "–".to_string(),
             };
             let _ = write!(out, " {value} | {ratio} |");
         }
         out.push('\n');
     }
-    let took = results.run.duration_s.map_or(String::new(), |s| {
-        format!(" (this run took {})", format::run_duration(s))
-    });
+    let took = format!(
+        " (this run took {})",
+        format::run_duration(results.run.duration_s)
+    );
+    let _ = write!(
+        out,
+        "\nRatios are quoted with their range (from each side's interval: criterion's confidence \
+         interval, or the range of its runs). Run-to-run noise: {}.\n",
+        crate::html::noise_text(results)
+    );
     let _ = write!(
         out,
         "\nGet your own numbers: `make bench`{took}, then `make lessons RUN=<run-id>`. What each \
@@ -960,7 +1049,7 @@ impl Role {
             Role::BestHandWritten => rows
                 .iter()
                 .copied()
-                .filter(|r| r.kind == "hand-written" && r.ops().is_some())
+                .filter(|r| r.kind == Kind::HandWritten && r.ops().is_some())
                 .max_by(|a, b| a.ops().unwrap_or(0.0).total_cmp(&b.ops().unwrap_or(0.0))),
             Role::Client(name) => rows.iter().copied().find(|r| r.client == name),
             Role::Floor => rows.iter().copied().find(|r| model::is_floor(r)),

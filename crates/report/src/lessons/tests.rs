@@ -119,7 +119,7 @@ fn every_table_number_is_the_fixtures() {
         let row = results
             .rows
             .iter()
-            .find(|r| &r.client == client && &r.cell_label() == cell);
+            .find(|r| &r.client == client && &r.cell == cell);
         let ops_cell = &cells[column("ops/s")];
         let Some(row) = row else {
             assert_eq!(ops_cell, "not measured in this run", "{line}");
@@ -131,14 +131,20 @@ fn every_table_number_is_the_fixtures() {
                 let first = *first_ops.get_or_insert(ops);
                 assert_eq!(cells[column(RATIO_HEAD)], ratio_text(ops / first), "{line}");
             }
-            None => assert!(ops_cell.contains(&row.status), "{line}"),
+            None => assert!(ops_cell.contains(row.status.as_str()), "{line}"),
         }
-        let latency = row.latency_ns.unwrap_or_default();
-        for (name, want) in [
-            (
-                "CPU/op",
-                format::opt(row.cpu_ns_per_op, format::duration_ns),
+        let p99 = row.latency_ns.map(|l| l.p99 as f64);
+        let cpu = match (row.cpu_ns_per_op, row.user_ns_per_op, row.sys_ns_per_op) {
+            (Some(cpu), Some(user), Some(sys)) => format!(
+                "{} ({} + {})",
+                format::duration_ns(cpu),
+                format::duration_ns(user),
+                format::duration_ns(sys)
             ),
+            (cpu, _, _) => format::opt(cpu, format::duration_ns),
+        };
+        for (name, want) in [
+            ("CPU/op (user + sys)", cpu),
             (
                 "syscalls/op",
                 format::opt(row.syscalls_per_op, |v| format::significant(v, 3)),
@@ -147,7 +153,7 @@ fn every_table_number_is_the_fixtures() {
                 "allocs/op",
                 format::opt(row.allocs_per_op, |v| format::significant(v, 3)),
             ),
-            ("p99", format::opt(latency.p99, format::duration_ns)),
+            ("p99", format::opt(p99, format::duration_ns)),
         ] {
             assert_eq!(cells[column(name)], want, "{name}: {line}");
         }
@@ -213,14 +219,22 @@ fn every_number_printed_comes_from_the_fixture() {
     for (results, id) in [(&a, "fixture-a"), (&split, "fixture-split")] {
         allow(id);
         allow(&format!("{:?}", results.run.placement));
-        allow(&format::run_duration(results.run.duration_s.unwrap_or(0.0)));
+        allow(&format::run_duration(results.run.duration_s));
         for row in &results.rows {
-            allow(&row.cell_label());
+            allow(&row.cell);
             allow(&row.error.clone().unwrap_or_default());
-            allow(&format::depth(row.pipeline.unwrap_or(1)));
-            allow(&format::size(row.value_size.unwrap_or(0)));
-            let latency = row.latency_ns.unwrap_or_default();
-            for value in [row.cpu_ns_per_op, latency.p99].into_iter().flatten() {
+            allow(&format::depth(row.pipeline));
+            allow(&format::size(row.value_size));
+            let p99 = row.latency_ns.map(|l| l.p99 as f64);
+            for value in [
+                row.cpu_ns_per_op,
+                row.user_ns_per_op,
+                row.sys_ns_per_op,
+                p99,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 allow(&format::duration_ns(value));
             }
             for value in [row.syscalls_per_op, row.allocs_per_op]
@@ -300,7 +314,8 @@ fn missing_failed_and_absent_rows_are_named_not_invented() {
     assert!(text.contains("| `buffered` | `redis/set/3B/tcp` | not measured in this run |"));
 
     // A run without rows: every row of every table says so.
-    let empty = Results::default();
+    let mut empty = parse(FIXTURE_A);
+    empty.rows.clear();
     let text = all_markdown(&runs(&empty, None));
     let rows: Vec<&str> = text
         .lines()

@@ -43,15 +43,16 @@ const CLIENTS: &[(&str, &str, &str, f64)] = &[
     ("memcache", "library", "memcached", 1.10),
 ];
 
-/// The criterion group name the bench gives a cell.
+/// The cell id the bench gives a cell (also its criterion group name).
 pub fn cell_label(backend: &str, op: &str, size: u64, pipeline: u64, transport: &str) -> String {
     let size = match size {
+        _ if op == "get_miss" => "none".to_string(),
         s if s >= 1_048_576 => format!("{}MiB", s / 1_048_576),
         s if s >= 1024 => format!("{}KiB", s / 1024),
         s => format!("{s}B"),
     };
     if pipeline > 1 {
-        format!("{backend}/{op}/{pipeline}/{size}/{transport}")
+        format!("{backend}/{op}/{pipeline}/{transport}")
     } else {
         format!("{backend}/{op}/{size}/{transport}")
     }
@@ -97,6 +98,7 @@ pub fn fixture() -> Value {
         }
     }
     json!({
+        "schema_version": 2,
         "run": {
             "id": "2026-11-30T09-00-00Z-fixture",
             "started_at": "2026-11-30T09:00:00Z",
@@ -110,11 +112,17 @@ pub fn fixture() -> Value {
             "placement": {"mode": "same-core", "server_cpu": 1, "client_cpu": 1},
             "servers": {
                 "redis": {"version": "7.0.15", "config": "redis-server --port 40001 --save \"\" --appendonly no", "external": false},
-                "memcached": {"version": "1.6.18", "config": ["memcached", "-m", "256", "-I", "2m"], "external": null}
+                "memcached": {"version": "1.6.18", "config": "memcached -m 256 -I 2m", "external": false}
             },
             "duration_s": 1061.5,
-            "criterion_args": null,
-            "host_note": "an extra field the report should show"
+            "criterion_args": "warm_up=500ms measurement=1.5s sample_size=30",
+            "filters": "CLIENTS= CELLS=",
+            "repeat": 3,
+            "order_seed": 7,
+            "notes": ["a note the report should show"],
+            "known_defects": [
+                {"client": "fred", "library": "fred 10.1.0", "input": "deeply nested arrays", "outcome": "stack overflow <kills the process>"}
+            ]
         },
         "rows": rows
     })
@@ -143,14 +151,25 @@ fn row(
         "kind": kind,
         "status": "ok",
         "error": null,
+        "concurrency": 1,
+        "connections": 1,
+        "model": "threads",
         "ops_per_sec": null,
         "wall_ns_per_op": null,
+        "timing": null,
+        "runs": 0,
+        "spread": null,
         "cpu_ns_per_op": null,
+        "user_ns_per_op": null,
+        "sys_ns_per_op": null,
         "syscalls_per_op": null,
+        "all_syscalls_per_op": null,
         "allocs_per_op": null,
         "alloc_bytes_per_op": null,
         "latency_ns": null,
+        "flags": [],
         "criterion_report": format!("criterion/{}/report/index.html", criterion_folder(cell)),
+        "seconds": 2.5,
     });
     let unsupported = |why: &str| json!({"status": "unsupported", "error": why});
     let failed = |why: &str| json!({"status": "failed", "error": why});
@@ -164,8 +183,8 @@ fn row(
             "verification failed: the inline protocol cannot carry a 100 KiB value",
         )),
         ("memcache", "unix", "pipeline_set", _, 1_000_000) => Some(failed(EVIL_ERROR)),
-        // A row the bench left without a status: the report must still list it.
-        ("memcache", "tcp", "get_miss", ..) => Some(json!({"status": null})),
+        // A failure without a reason: the report must still list it.
+        ("memcache", "tcp", "get_miss", ..) => Some(json!({"status": "failed"})),
         _ => None,
     };
     if let Some(outcome) = outcome {
@@ -195,12 +214,22 @@ fn row(
     } else {
         (mean * 0.98, mean * 1.03)
     };
+    // Three runs of the cell: the interval is their range, the spread its width.
     row["ops_per_sec"] = json!(1e9 / mean);
-    row["wall_ns_per_op"] = json!({"mean": mean, "lower": lower, "upper": upper});
+    row["runs"] = json!(3);
+    row["spread"] = json!(upper / lower);
+    row["timing"] = json!("median of 3 runs");
+    row["wall_ns_per_op"] = json!({
+        "median": mean,
+        "mean": mean * 1.01,
+        "interval": {"kind": "range", "n": 3, "lower": lower, "upper": upper}
+    });
     // Nulls a real run produces: a client the CPU pass skipped, a library without a latency
     // pass, an ok row without an interval.
     if client != "buffered" {
         row["cpu_ns_per_op"] = json!(mean * 0.42);
+        row["user_ns_per_op"] = json!(mean * 0.12);
+        row["sys_ns_per_op"] = json!(mean * 0.30);
     }
     if client != "fred" {
         row["syscalls_per_op"] = json!(if pipeline > 1 { 0.004 } else { 2.0 });
@@ -212,10 +241,17 @@ fn row(
         0.0
     });
     if pipeline == 1 && kind != "baseline" {
-        row["latency_ns"] = json!({"p50": mean * 0.95, "p99": mean * 1.8, "p999": mean * 4.2});
+        row["latency_ns"] = json!({
+            "p50": (mean * 0.95).round() as u64,
+            "p99": (mean * 1.8).round() as u64,
+            "p999": (mean * 4.2).round() as u64
+        });
     }
     if client == "fred" && size == 1_048_576 && transport == "unix" {
-        row["wall_ns_per_op"] = json!({"mean": mean, "lower": null, "upper": null});
+        // Measured once: no interval.
+        row["wall_ns_per_op"] = json!({"median": mean, "mean": mean, "interval": null});
+        row["runs"] = json!(1);
+        row["spread"] = Value::Null;
     }
     if client == "inline" && op == "get" && size == 1_048_576 && transport == "unix" {
         // Verified, cost pass done, but not timed (as every row of a `--test` run).

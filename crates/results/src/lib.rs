@@ -1,0 +1,679 @@
+//! The `results.json` schema: one set of serde types that the bench writes and every reader (the
+//! report, `make compare`, the lessons) reads, so the two sides cannot drift apart.
+//!
+//! Reading is strict. A field this crate does not know, a status or kind outside its enums, or a
+//! file without the current [`SCHEMA_VERSION`] is an error that names the field, never a value
+//! kept on the side. `reports/results.schema.json` is generated from these types for other tools
+//! (`make schema`); a test checks that the committed file matches the types and that the
+//! committed reference run validates against it.
+//!
+//! Every time interval says what it is ([`Interval`]): criterion's 95 % confidence interval of the
+//! median, or the range of a few runs. A row measured once has none. [`verdict`] holds the one rule
+//! every sentence that names a faster side follows.
+#![deny(missing_docs)]
+
+pub mod verdict;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Version of this schema, written in every file. Version 2 made every interval say what it is,
+/// added repeated runs, the user/system CPU split and the concurrency fields, and made reading
+/// strict (version 1 files had no `schema_version`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// File name of a run's results inside its folder.
+pub const RESULTS_FILE: &str = "results.json";
+
+/// Name of the redis-benchmark rows: the same-run baseline every ratio column refers to.
+pub const REDIS_BENCHMARK: &str = "redis-benchmark";
+/// Name of the loopback floor rows: a server that does no work, so the transport alone.
+pub const LOOPBACK_FLOOR: &str = "loopback-floor";
+
+/// The whole file: what ran and where, then one row per (cell, client) pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// When, where and how the run was made.
+    pub run: Run,
+    /// One row per (cell, client) pair, baselines included, in the order the cells ran.
+    pub rows: Vec<Row>,
+}
+
+/// The run's environment and settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// Folder name under `reports/`.
+    pub id: String,
+    /// RFC 3339 UTC start time.
+    pub started_at: String,
+    /// RFC 3339 UTC end time (null while running, or if the run was interrupted).
+    pub finished_at: Option<String>,
+    /// `git rev-parse HEAD`, with `-dirty` if tracked code outside `reports/` had changed.
+    pub git_sha: String,
+    /// How much of the matrix ran, with which timing.
+    pub mode: Mode,
+    /// `rustc --version`.
+    pub rustc: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: u32,
+    /// Where the servers and the bench ran.
+    pub placement: Placement,
+    /// Both servers.
+    pub servers: Servers,
+    /// Wall time of the run so far, seconds.
+    pub duration_s: f64,
+    /// criterion's settings and the exceptions to them.
+    pub criterion_args: String,
+    /// Filters the run was given (`CLIENTS`, `CELLS`, `REPEAT`, `REPEAT_CELLS`).
+    pub filters: String,
+    /// How many times the repeated cells ran (`REPEAT`), each against freshly started servers.
+    pub repeat: u32,
+    /// Seed of the order clients ran in within each cell (shuffled per cell and run).
+    pub order_seed: u64,
+    /// What the reader should know about the whole run: a measurement missing from every row,
+    /// a server restarted, a fault injected by a test.
+    pub notes: Vec<String>,
+    /// Library behaviours the suite knows to be wrong, with the version they were seen in.
+    pub known_defects: Vec<KnownDefect>,
+}
+
+/// A library's known wrong behaviour on some input, as the hostile-server tests assert it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnownDefect {
+    /// Client name as registered.
+    pub client: String,
+    /// Library and version, for example `fred 10.1.0`.
+    pub library: String,
+    /// The input that triggers it.
+    pub input: String,
+    /// What happens.
+    pub outcome: String,
+}
+
+/// How much of the matrix a run covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The whole matrix, full timing.
+    Full,
+    /// A representative subset, short timing.
+    Quick,
+    /// criterion's `--test`: every pair verified and run once, nothing timed.
+    Test,
+}
+
+/// Where the servers and the bench were pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// The placement setting.
+    pub mode: PlacementMode,
+    /// CPU of every server (and the loopback floor's server thread), if pinned.
+    pub server_cpu: Option<u32>,
+    /// CPU of the bench (every client thread and runtime), if pinned.
+    pub client_cpu: Option<u32>,
+}
+
+/// `PLACEMENT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementMode {
+    /// Servers and bench on one CPU: a round trip needs no cross-CPU wake-up.
+    SameCore,
+    /// Servers on one CPU, bench on another.
+    Split,
+    /// Not pinned: the scheduler decides, differently from run to run.
+    None,
+}
+
+/// Both servers of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Servers {
+    /// Redis.
+    pub redis: Server,
+    /// memcached.
+    pub memcached: Server,
+}
+
+/// One server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// Version it reported.
+    pub version: String,
+    /// Command lines it was started with, or the URL it was given by.
+    pub config: String,
+    /// True if given by URL (`REDIS_URL`, `MEMCACHED_URL`), not started by the suite.
+    pub external: bool,
+}
+
+/// The server a row's client spoke to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// Redis.
+    Redis,
+    /// memcached.
+    Memcached,
+}
+
+/// How the bytes travelled.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// TCP over loopback (or the address of an external server).
+    Tcp,
+    /// A Unix domain socket.
+    Unix,
+}
+
+/// The operation a cell measures.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// GET of a key that holds a value of the cell's size.
+    Get,
+    /// GET of a key that does not exist.
+    GetMiss,
+    /// SET of a value of the cell's size.
+    Set,
+    /// SET with a 100 s expiry (memcached: `set` with an exptime).
+    SetEx,
+    /// `set_many` of `pipeline` items.
+    PipelineSet,
+}
+
+/// Who wrote the protocol code a row ran.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// One of the workspace's minimal clients.
+    HandWritten,
+    /// A published client library behind a thin adapter.
+    Library,
+    /// A yardstick that is not a client of the contract: redis-benchmark, the loopback floor.
+    Baseline,
+}
+
+/// What became of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Verified, then measured.
+    Ok,
+    /// Verification or measurement failed: not timed (the error says why).
+    Failed,
+    /// The client cannot do this (the error says why).
+    Unsupported,
+}
+
+/// How C callers in flight share connections. Every cell so far has one caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConcurrencyModel {
+    /// One OS thread and one connection per caller (one caller: the calling thread).
+    Threads,
+    /// Callers share one connection.
+    Multiplexed,
+    /// Callers share a pool of connections.
+    Pool,
+}
+
+/// One (cell, client) pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Cell id and criterion group name, for example `redis/get/3B/unix`.
+    pub cell: String,
+    /// Server.
+    pub backend: Backend,
+    /// Operation.
+    pub op: Op,
+    /// Value size in bytes.
+    pub value_size: u64,
+    /// Commands per call: the pipeline depth, 1 outside pipelines.
+    pub pipeline: u64,
+    /// Transport.
+    pub transport: Transport,
+    /// Client name as registered, or a baseline's name.
+    pub client: String,
+    /// Who wrote it.
+    pub kind: Kind,
+    /// What became of the pair.
+    pub status: Status,
+    /// Why it failed or is unsupported.
+    pub error: Option<String>,
+    /// Callers in flight.
+    pub concurrency: u32,
+    /// Sockets the client opened for them.
+    pub connections: u32,
+    /// How the callers share the connections.
+    pub model: ConcurrencyModel,
+    /// Operations (pipelined commands) per second, from the headline time per operation.
+    pub ops_per_sec: Option<f64>,
+    /// Time per operation, ns.
+    pub wall_ns_per_op: Option<Wall>,
+    /// How the time was measured, in words (criterion, single calls, the baseline tool).
+    pub timing: Option<String>,
+    /// Times the pair was measured, each in its own run of the cell against freshly started
+    /// servers (0 when not measured).
+    pub runs: u32,
+    /// Run-to-run spread: the highest ops/s of the runs over the lowest (1.04 = 4 %); null
+    /// with fewer than two runs.
+    pub spread: Option<f64>,
+    /// Process CPU time (all threads) per operation, ns, from the cost pass after timing.
+    pub cpu_ns_per_op: Option<f64>,
+    /// The user-space part of `cpu_ns_per_op`: the client's own code (and the bench's).
+    pub user_ns_per_op: Option<f64>,
+    /// The kernel part of `cpu_ns_per_op`: system calls and loopback delivery.
+    pub sys_ns_per_op: Option<f64>,
+    /// Socket read/write-family system calls per operation.
+    pub syscalls_per_op: Option<f64>,
+    /// Every system call per operation.
+    pub all_syscalls_per_op: Option<f64>,
+    /// Heap allocations per operation.
+    pub allocs_per_op: Option<f64>,
+    /// Heap bytes allocated per operation.
+    pub alloc_bytes_per_op: Option<f64>,
+    /// Latency percentiles of single operations (null for pipelines).
+    pub latency_ns: Option<Latency>,
+    /// What a reader should check before trusting the row (for example, the cost pass's median
+    /// disagrees with the headline by more than the run-to-run spread).
+    pub flags: Vec<String>,
+    /// Relative path, inside the run folder, of criterion's report for the cell.
+    pub criterion_report: Option<String>,
+    /// Wall-clock seconds the run spent on the pair (connect, verify, time, cost pass; all runs).
+    pub seconds: Option<f64>,
+}
+
+/// Time per operation, ns: the headline statistic, the mean beside it, and how sure it is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Wall {
+    /// The median: criterion's median time per iteration (over several runs, the median of the
+    /// runs' medians). A short stall on a shared machine moves the mean, not the median.
+    pub median: f64,
+    /// The mean, for comparison with the median.
+    pub mean: Option<f64>,
+    /// How far the median can be trusted; null when measured once.
+    pub interval: Option<Interval>,
+}
+
+/// An interval that says what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Interval {
+    /// What the bounds are.
+    pub kind: IntervalKind,
+    /// criterion's samples (`ci95`), or the runs or calls (`range`).
+    pub n: u32,
+    /// Lower bound.
+    pub lower: f64,
+    /// Upper bound.
+    pub upper: f64,
+}
+
+/// What an [`Interval`]'s bounds are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalKind {
+    /// criterion's 95 % bootstrap confidence interval of the median, from one run's samples.
+    Ci95,
+    /// The lowest and highest of `n` measurements (runs of the cell, calls, or baseline runs).
+    Range,
+}
+
+/// Latency percentiles of single operations, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile (redis-benchmark does not report it).
+    pub p999: Option<u64>,
+}
+
+/// Everything that can go wrong reading a results file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not of this schema (serde's message names the field and the line).
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Where and why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file was written by another version of the schema.
+    #[error(
+        "{}: schema_version {found:?}, this build reads {SCHEMA_VERSION}; re-run the bench \
+         (or use the kvbench commit that wrote it)",
+        path.display()
+    )]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version it says (none: written before versions were recorded).
+        found: Option<u64>,
+    },
+}
+
+impl Results {
+    /// Parses a results file's text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Results, Error> {
+        // The version first, so an old file says "old", not "unknown field".
+        let version = serde_json::from_str::<serde_json::Value>(text)
+            .map_err(|source| Error::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64);
+        if version != Some(u64::from(SCHEMA_VERSION)) {
+            return Err(Error::Version {
+                path: path.to_path_buf(),
+                found: version,
+            });
+        }
+        serde_json::from_str(text).map_err(|source| Error::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads and parses `<dir>/results.json`.
+    pub fn load(dir: &Path) -> Result<Results, Error> {
+        let path = dir.join(RESULTS_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Results::parse(&text, &path)
+    }
+
+    /// The run-level noise figure: the median spread over the rows measured in two runs or more,
+    /// or `None` when no row was.
+    pub fn noise(&self) -> Option<Noise> {
+        let mut spreads: Vec<f64> = self
+            .rows
+            .iter()
+            .filter_map(|row| row.spread.filter(|s| s.is_finite() && *s >= 1.0))
+            .collect();
+        if spreads.is_empty() {
+            return None;
+        }
+        spreads.sort_by(f64::total_cmp);
+        let middle = spreads.len() / 2;
+        let median = if spreads.len() % 2 == 1 {
+            spreads[middle]
+        } else {
+            (spreads[middle - 1] + spreads[middle]) / 2.0
+        };
+        Some(Noise {
+            rows: spreads.len(),
+            median_spread: median,
+            max_spread: spreads[spreads.len() - 1],
+        })
+    }
+
+    /// The JSON Schema of these types, as committed in `reports/results.schema.json`.
+    pub fn json_schema() -> String {
+        let schema = schemars::schema_for!(Results);
+        let mut text = serde_json::to_string_pretty(&schema).expect("a schema serializes");
+        text.push('\n');
+        text
+    }
+}
+
+/// How much the run's repeated rows moved from run to run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    /// Rows measured in two runs or more.
+    pub rows: usize,
+    /// Median of their spreads (max/min of ops/s).
+    pub median_spread: f64,
+    /// The largest spread.
+    pub max_spread: f64,
+}
+
+impl Row {
+    /// The row of `key` in cell `cell`, with nothing measured yet: status `ok` until the pair
+    /// fails, one connection for one caller.
+    pub fn new(cell: String, key: RowKey, kind: Kind) -> Row {
+        Row {
+            cell,
+            backend: key.backend,
+            op: key.op,
+            value_size: key.value_size,
+            pipeline: key.pipeline,
+            transport: key.transport,
+            client: key.client,
+            kind,
+            status: Status::Ok,
+            error: None,
+            concurrency: key.concurrency,
+            connections: 1,
+            model: ConcurrencyModel::Threads,
+            ops_per_sec: None,
+            wall_ns_per_op: None,
+            timing: None,
+            runs: 0,
+            spread: None,
+            cpu_ns_per_op: None,
+            user_ns_per_op: None,
+            sys_ns_per_op: None,
+            syscalls_per_op: None,
+            all_syscalls_per_op: None,
+            allocs_per_op: None,
+            alloc_bytes_per_op: None,
+            latency_ns: None,
+            flags: Vec::new(),
+            criterion_report: None,
+            seconds: None,
+        }
+    }
+
+    /// Whether the pair was measured.
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+
+    /// Throughput, if the row was timed.
+    pub fn ops(&self) -> Option<f64> {
+        self.ops_per_sec
+            .filter(|ops| self.is_ok() && ops.is_finite() && *ops > 0.0)
+    }
+
+    /// Throughput bounds `(low, high)` from the time interval, per operation.
+    pub fn ops_interval(&self) -> Option<(f64, f64)> {
+        self.ops()?;
+        let interval = self.wall_ns_per_op?.interval?;
+        let valid = |v: f64| v.is_finite() && v > 0.0;
+        (valid(interval.lower) && valid(interval.upper) && interval.lower <= interval.upper)
+            .then(|| (1e9 / interval.upper, 1e9 / interval.lower))
+    }
+
+    /// The row's matrix coordinates and client: what identifies it across runs.
+    pub fn key(&self) -> RowKey {
+        RowKey {
+            backend: self.backend,
+            op: self.op,
+            value_size: self.value_size,
+            pipeline: self.pipeline,
+            transport: self.transport,
+            concurrency: self.concurrency,
+            client: self.client.clone(),
+        }
+    }
+
+    /// Whether this is the loopback floor (not a client of the real server).
+    pub fn is_floor(&self) -> bool {
+        self.kind == Kind::Baseline && self.client != REDIS_BENCHMARK
+    }
+
+    /// Why the row has no throughput (`None` when it has one).
+    pub fn unmeasured_reason(&self) -> Option<String> {
+        if self.ops().is_some() {
+            return None;
+        }
+        Some(match (&self.error, self.status) {
+            (Some(error), _) if !error.is_empty() => error.clone(),
+            (_, Status::Ok) => "not timed (a --test run times nothing)".to_string(),
+            (_, status) => format!("{status} (no reason given)"),
+        })
+    }
+
+    /// How many measurements the row's time stands on, for people: `1 run`, `3 runs`,
+    /// `95 % CI of 30 samples`.
+    pub fn measured_text(&self) -> String {
+        match self.wall_ns_per_op.and_then(|w| w.interval) {
+            Some(Interval {
+                kind: IntervalKind::Ci95,
+                n,
+                ..
+            }) => format!("95 % CI, {n} samples"),
+            Some(Interval {
+                kind: IntervalKind::Range,
+                n,
+                ..
+            }) => format!("range of {n}"),
+            None if self.wall_ns_per_op.is_some() => "1 run".to_string(),
+            None => "–".to_string(),
+        }
+    }
+}
+
+/// A row's identity across runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowKey {
+    /// Server.
+    pub backend: Backend,
+    /// Operation.
+    pub op: Op,
+    /// Value size, bytes.
+    pub value_size: u64,
+    /// Pipeline depth.
+    pub pipeline: u64,
+    /// Transport.
+    pub transport: Transport,
+    /// Callers in flight.
+    pub concurrency: u32,
+    /// Client name.
+    pub client: String,
+}
+
+macro_rules! names {
+    ($($ty:ty { $($variant:ident => $name:literal),+ $(,)? })+) => {$(
+        impl $ty {
+            /// The name used in results files, cell ids and reports.
+            pub fn as_str(self) -> &'static str {
+                match self { $(<$ty>::$variant => $name),+ }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )+};
+}
+
+names! {
+    Mode { Full => "full", Quick => "quick", Test => "test" }
+    PlacementMode { SameCore => "same-core", Split => "split", None => "none" }
+    Backend { Redis => "redis", Memcached => "memcached" }
+    Transport { Tcp => "tcp", Unix => "unix" }
+    Op { Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex", PipelineSet => "pipeline_set" }
+    Kind { HandWritten => "hand-written", Library => "library", Baseline => "baseline" }
+    Status { Ok => "ok", Failed => "failed", Unsupported => "unsupported" }
+    ConcurrencyModel { Threads => "threads", Multiplexed => "multiplexed", Pool => "pool" }
+    IntervalKind { Ci95 => "ci95", Range => "range" }
+}
+
+impl Run {
+    /// What differs between two runs' machines and settings, so their ratios describe machines
+    /// rather than code: CPU model, cores, kernel, placement, mode, server versions.
+    pub fn differences(&self, other: &Run) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut differ = |what: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("{what}: {a} vs {b}"));
+            }
+        };
+        differ("CPU model", self.cpu_model.clone(), other.cpu_model.clone());
+        differ("cores", self.cores.to_string(), other.cores.to_string());
+        differ("kernel", self.kernel.clone(), other.kernel.clone());
+        differ(
+            "placement",
+            self.placement.describe(),
+            other.placement.describe(),
+        );
+        differ("mode", self.mode.to_string(), other.mode.to_string());
+        differ(
+            "redis version",
+            self.servers.redis.version.clone(),
+            other.servers.redis.version.clone(),
+        );
+        differ(
+            "memcached version",
+            self.servers.memcached.version.clone(),
+            other.servers.memcached.version.clone(),
+        );
+        out
+    }
+
+    /// Clients with known defects, by name.
+    pub fn defective_clients(&self) -> BTreeSet<&str> {
+        self.known_defects
+            .iter()
+            .map(|d| d.client.as_str())
+            .collect()
+    }
+}
+
+impl Placement {
+    /// `same-core (servers on CPU 1, bench on CPU 1)`.
+    pub fn describe(&self) -> String {
+        let cpu = |cpu: Option<u32>| cpu.map_or("any".to_string(), |c| c.to_string());
+        format!(
+            "{} (servers on CPU {}, bench on CPU {})",
+            self.mode,
+            cpu(self.server_cpu),
+            cpu(self.client_cpu)
+        )
+    }
+}
