@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real servers the suite runs against: redis-server, memcached and redis-tools
-# (redis-benchmark, the hiredis baseline). Used by `make test`, `make bench` and `.ci/run`.
+# (redis-benchmark, the benchmark tool shipped with Redis: the same-run baseline). Used by
+# `make test`, `make bench` and `.ci/run`.
 # Installs only what is missing; without root it prints the exact command instead.
 # Opt-in extras: each argument is a command installed (from the Debian package of the same name)
 # when missing, for example `bash bench-suite/setup.sh chromium` for `make test-report`.

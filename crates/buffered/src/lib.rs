@@ -412,6 +412,7 @@ pub const SPEC: ClientSpec = ClientSpec {
                  (batches of one chunk: one write, then read, no thread)",
     limitations: &[],
     slow_round_trip: None,
+    known_defects: &[],
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),

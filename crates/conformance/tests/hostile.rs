@@ -10,10 +10,16 @@
 //! treat the connection as broken afterwards: the next call fails *and the fake server receives
 //! no byte after its answer* (counted on the server side).
 //!
-//! **Library clients are recorded.** The same cases run against redis-rs, redis-rs/async, fred
-//! and the memcache variants (binary-protocol variants get binary-protocol cases). Each runs in a
-//! child process — a library may abort the process on an allocation it cannot make — and the
-//! test fails only if the child hangs. What each library did is printed as a table at the end.
+//! **Library clients are held to what they do.** The same cases run against redis-rs,
+//! redis-rs/async, fred and the memcache variants (binary-protocol variants get binary-protocol
+//! cases), each in a child process: a library may abort the process (an allocation it cannot
+//! make, a stack overflow). The child runs the call on a thread with an 8 MiB stack and with its
+//! address space limited to [`CHILD_ADDRESS_SPACE`], so that what a hostile length does to a
+//! library is the same on every machine. Each trial asserts the first call's outcome — a value,
+//! a typed error, a panic or the death of the process — against what that library at its pinned
+//! version is known to do: [`library_outcome`] for ordinary outcomes, the spec's
+//! `known_defects` for the library's faults. A change in a library's behaviour fails its trial.
+//! What each library did is printed as a table at the end.
 
 mod fake;
 mod peak_alloc;
@@ -56,6 +62,15 @@ const CASE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How many cases run at once by default.
 const PARALLEL_CASES: usize = 8;
+
+/// Address space a library child may use: room for the largest value the hand-written memcached
+/// client accepts (1 GiB, which a library may reserve too), not for the 4 GiB a 32-bit length
+/// can claim. Without a limit, whether reserving that much succeeds depends on the machine.
+const CHILD_ADDRESS_SPACE: u64 = 3 << 30;
+
+/// Stack of the thread a library child calls on, whatever `ulimit -s` or `RUST_MIN_STACK` say:
+/// how deep a recursive parser can go before it overflows must not depend on the machine.
+const CHILD_STACK: usize = 8 << 20;
 
 /// Set in a child process: run this one library case and print its row.
 const CHILD_VAR: &str = "KVBENCH_HOSTILE_CHILD";
@@ -356,6 +371,7 @@ impl Outcome {
     /// `Err(Protocol)`, `Ok(Some(5 bytes))`, `panicked: ...`.
     fn short(&self) -> String {
         match self {
+            Outcome::Hit(1) => "Ok(Some(1 byte))".into(),
             Outcome::Hit(len) => format!("Ok(Some({len} bytes))"),
             Outcome::Miss => "Ok(None)".into(),
             Outcome::Failed(err) => format!("Err({})", variant(err)),
@@ -512,13 +528,192 @@ fn run_with_deadline(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Library clients: recorded, each case in a child process
+// Library clients: held to their known outcomes, each case in a child process
 // ---------------------------------------------------------------------------------------------
 
-/// In the child: runs one library case and prints its row (exit 0), or why it could not run
-/// (exit 2). A panic inside the library is caught and recorded, not printed by the hook.
+const TIMED_OUT: &str = "Err(Timeout)";
+const PROTOCOL: &str = "Err(Protocol)";
+const IO: &str = "Err(Io)";
+const SERVER: &str = "Err(Server)";
+
+/// What a library client's first call does on a case that is not one of its known defects (those
+/// are data in its spec, `ClientSpec::known_defects`). Observed with the versions in `Cargo.lock`;
+/// `None` when nothing is recorded, which fails the trial.
+fn library_outcome(client: &str, case: &str) -> Option<&'static str> {
+    let redis_rs = matches!(client, "redis-rs" | "redis-rs/async");
+    let fred = client == "fred";
+    let memcache_text = matches!(client, "memcache/ascii" | "memcache/ascii/no-check");
+    let memcache_binary = matches!(client, "memcache" | "memcache/no-check");
+    let outcome = match case {
+        // Cases where the rest of the reply never comes: every library waits for it until its
+        // timeout, holding at most what arrived (an absurd length is not allocated up front).
+        "truncated_reply_then_silence"
+        | "truncated_header_then_silence"
+        | "absurd_bulk_length"
+        | "absurd_array_length"
+        | "largest_allowed_bulk_then_silence"
+        | "largest_allowed_value_then_silence" => TIMED_OUT,
+        // The Redis libraries read a 100 KiB line and wait for its end; the memcache crate
+        // rejects the 4 KiB line it is given.
+        "line_without_end" if redis_rs || fred => TIMED_OUT,
+        "line_without_end" if memcache_text => PROTOCOL,
+        // `!` is RESP3's blob error: both Redis libraries read `!5\r\nhello\r\n` as an error
+        // reply whose message is `hello`.
+        "wrong_type_byte" if redis_rs || fred => SERVER,
+        "wrong_type_byte" if memcache_text => PROTOCOL,
+        "reply_of_the_wrong_type" | "missing_crlf_after_bulk" | "deeply_nested_arrays"
+            if redis_rs =>
+        {
+            PROTOCOL
+        }
+        "bare_lf_in_header" if redis_rs || fred => PROTOCOL,
+        "negative_bulk_length" if fred => PROTOCOL,
+        // redis-rs/async reports the end of stream mid-reply as a parse error.
+        "closed_mid_bulk" if client == "redis-rs/async" => PROTOCOL,
+        "closed_mid_bulk" | "closed_mid_value" | "closed_mid_body" => IO,
+        // The timeout bounds each read, not the reply, for the sync redis-rs connection and the
+        // memcache crate: a reply dripped a byte every 100 ms arrives whole. redis-rs/async and
+        // fred time the whole command.
+        "dripped_past_the_timeout" if client == "redis-rs" || memcache_text => "Ok(Some(1 byte))",
+        "dripped_past_the_timeout" if memcache_binary => "Ok(Some(5 bytes))",
+        "dripped_past_the_timeout" if redis_rs || fred => TIMED_OUT,
+        // memcache reads a status line up to `\r\n`: `END\n` is not one, so it waits for more.
+        "bare_lf_in_status" if memcache_text => TIMED_OUT,
+        "unknown_status_line"
+        | "negative_value_length"
+        | "byte_count_below_the_data"
+        | "byte_count_above_the_data"
+        | "value_for_another_key"
+            if memcache_text =>
+        {
+            PROTOCOL
+        }
+        "bad_magic_byte" if memcache_binary => PROTOCOL,
+        // A non-zero status is the server's answer to the command.
+        "unknown_status" if memcache_binary => SERVER,
+        _ => return None,
+    };
+    Some(outcome)
+}
+
+/// The outcome a library's first call must have on a case: its known defect for that case, or
+/// its ordinary outcome — exactly one of them.
+fn expected_library_outcome(spec: &ClientSpec, case: &str) -> Result<&'static str, String> {
+    let defect = spec
+        .known_defects
+        .iter()
+        .find(|defect| defect.input == case);
+    match (defect, library_outcome(spec.name, case)) {
+        (Some(defect), None) => Ok(defect.outcome),
+        (None, Some(outcome)) => Ok(outcome),
+        (Some(_), Some(_)) => Err(format!(
+            "{} on {case}: listed both as a known defect and as an ordinary outcome",
+            spec.name
+        )),
+        (None, None) => Err(format!(
+            "{} on {case}: no expected outcome recorded (run the case, see what the library \
+             does, and record it in library_outcome or as a known defect in its spec)",
+            spec.name
+        )),
+    }
+}
+
+/// True if the outcome is a panic from Rust's overflow checks, which builds without debug
+/// assertions (`--release`) turn off: there the library does something else, not pinned here.
+fn needs_overflow_checks(outcome: &str) -> bool {
+    outcome.starts_with("panicked: attempt to") && outcome.ends_with("with overflow")
+}
+
+/// Runs a library case in a child process and checks its first call against the expected
+/// outcome. Returns the row for the table.
+fn judge_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
+    let expected = expected_library_outcome(spec, case.name)?;
+    let (outcome, row) = record_library(spec, transport, case)?;
+    if outcome != expected {
+        return Err(format!(
+            "want {expected}, got {outcome}\n  observed: {row}\n  (if the library changed, \
+             update its expected outcome or its known defects)"
+        ));
+    }
+    Ok(row)
+}
+
+/// Every known defect names a case its library meets and the version `Cargo.lock` holds, and
+/// hand-written clients list none.
+fn check_known_defects() -> Result<(), Failed> {
+    let lock_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock");
+    let lock = std::fs::read_to_string(lock_path).map_err(|err| format!("{lock_path}: {err}"))?;
+    let mut problems = Vec::new();
+    let mut listed = 0;
+    for spec in kvbench_clients::all() {
+        if spec.kind == Kind::HandWritten && !spec.known_defects.is_empty() {
+            problems.push(format!(
+                "{}: a hand-written client's faults fail the tests",
+                spec.name
+            ));
+        }
+        let cases = cases_for(&spec);
+        for defect in spec.known_defects {
+            listed += 1;
+            if !cases.iter().any(|case| case.name == defect.input) {
+                problems.push(format!(
+                    "{}: no hostile case {:?} for this client",
+                    spec.name, defect.input
+                ));
+            }
+            let locked = format!(
+                "name = \"{}\"\nversion = \"{}\"\n",
+                defect.library, defect.version
+            );
+            if !lock.contains(&locked) {
+                problems.push(format!(
+                    "{}: {} {} is not the version in Cargo.lock: check the defect again",
+                    spec.name, defect.library, defect.version
+                ));
+            }
+        }
+    }
+    if listed == 0 {
+        problems.push("no known defect is listed at all".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n").into())
+    }
+}
+
+/// Lowers this process's address-space limit to [`CHILD_ADDRESS_SPACE`] (or keeps a lower one).
+fn limit_address_space() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read or write only the struct passed, and change nothing
+    // but this (child) process's own limit.
+    let rc = unsafe {
+        if libc::getrlimit(libc::RLIMIT_AS, &mut limit) != 0 {
+            -1
+        } else {
+            limit.rlim_max = limit.rlim_max.min(CHILD_ADDRESS_SPACE);
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_AS, &limit)
+        }
+    };
+    assert_eq!(
+        rc,
+        0,
+        "limit the address space: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// In the child: runs one library case and prints its first call's outcome and its row
+/// (exit 0), or why it could not run (exit 2). A panic inside the library is caught and
+/// recorded, not printed by the hook.
 fn child_main(id: &str) -> ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
+    limit_address_space();
     let found = id.split_once('\t').and_then(|(client, rest)| {
         let (transport, case) = rest.split_once('\t')?;
         let spec = kvbench_clients::by_name(client)?;
@@ -530,8 +725,18 @@ fn child_main(id: &str) -> ExitCode {
         eprintln!("no such library case: {id:?}");
         return ExitCode::from(2);
     };
-    match observe(&spec, transport, &case) {
+    let seen = thread::Builder::new()
+        .name("hostile-call".into())
+        .stack_size(CHILD_STACK)
+        .spawn(move || observe(&spec, transport, &case))
+        .map_err(|err| format!("spawn the calling thread: {err}"))
+        .and_then(|call| {
+            call.join()
+                .unwrap_or_else(|panic| Err(format!("panicked: {}", panic_message(&*panic))))
+        });
+    match seen {
         Ok(seen) => {
+            println!("OUTCOME {}", seen.first.short());
             println!(
                 "ROW {}; largest allocation request {}",
                 seen.row(),
@@ -546,10 +751,26 @@ fn child_main(id: &str) -> ExitCode {
     }
 }
 
-/// In the parent: runs a library case in a child process and returns its row. A child killed
-/// by a signal (an abort on a failed allocation, a stack overflow) is recorded as such; only a
-/// child that outlives [`LIBRARY_DEADLINE`] fails the test.
-fn record_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGILL => "SIGILL".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// In the parent: runs a library case in a child process and returns the first call's outcome
+/// and the row. A child killed by a signal (an abort on a failed allocation, a stack overflow)
+/// has the outcome `process killed by SIGABRT: <the runtime's last words>`; a child that
+/// outlives [`LIBRARY_DEADLINE`] has hung, which is an error.
+fn record_library(
+    spec: &ClientSpec,
+    transport: Transport,
+    case: &Case,
+) -> Result<(String, String), String> {
     let exe = std::env::current_exe().map_err(|err| format!("current_exe: {err}"))?;
     let id = format!("{}\t{transport}\t{}", spec.name, case.name);
     let mut child = Command::new(exe)
@@ -579,8 +800,9 @@ fn record_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Resul
     if let Some(mut err) = child.stderr.take() {
         let _ = err.read_to_string(&mut stderr);
     }
-    if let Some(row) = stdout.lines().find_map(|line| line.strip_prefix("ROW ")) {
-        return Ok(row.to_string());
+    let line = |prefix: &str| stdout.lines().find_map(|line| line.strip_prefix(prefix));
+    if let (Some(outcome), Some(row)) = (line("OUTCOME "), line("ROW ")) {
+        return Ok((outcome.to_string(), row.to_string()));
     }
     // The runtime's own words on why it stopped, not the backtrace hint after them.
     let last_words = stderr
@@ -595,10 +817,11 @@ fn record_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Resul
         .trim()
         .to_string();
     match std::os::unix::process::ExitStatusExt::signal(&status) {
-        Some(signal) => Ok(format!(
-            "process killed by signal {signal} after {} ms: {last_words}",
-            started.elapsed().as_millis()
-        )),
+        Some(signal) => {
+            let outcome = format!("process killed by {}: {last_words}", signal_name(signal));
+            let row = format!("{outcome} (after {} ms)", started.elapsed().as_millis());
+            Ok((outcome, row))
+        }
         None => Err(format!("child failed ({status}): {stderr}")),
     }
 }
@@ -628,13 +851,16 @@ fn main() -> ExitCode {
         for transport in transports {
             for case in cases_for(&spec) {
                 let name = format!("{}/{transport}/{}", spec.name, case.name);
+                // A panic that only overflow checks cause cannot happen without them.
+                let ignored = !cfg!(debug_assertions)
+                    && expected_library_outcome(&spec, case.name).is_ok_and(needs_overflow_checks);
                 let label = name.clone();
                 let trial = Trial::test(name, move || {
                     let row = match spec.kind {
                         Kind::HandWritten => {
                             run_with_deadline(CASE_DEADLINE, move || judge(&spec, transport, &case))
                         }
-                        Kind::Library => record_library(&spec, transport, &case),
+                        Kind::Library => judge_library(&spec, transport, &case),
                     }
                     .map_err(Failed::from)?;
                     ROWS.lock().unwrap().push((label, row));
@@ -642,11 +868,15 @@ fn main() -> ExitCode {
                 });
                 trials.push(match spec.kind {
                     Kind::HandWritten => trial,
-                    Kind::Library => trial.with_kind("recorded"),
+                    Kind::Library => trial.with_kind("library").with_ignored_flag(ignored),
                 });
             }
         }
     }
+    trials.push(Trial::test(
+        "known_defects/name_hostile_cases_and_locked_versions",
+        check_known_defects,
+    ));
     let conclusion = libtest_mimic::run(&args, trials);
     let mut rows = std::mem::take(&mut *ROWS.lock().unwrap());
     if !rows.is_empty() {

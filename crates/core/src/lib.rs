@@ -363,6 +363,23 @@ pub struct Limitation {
     pub reason: &'static str,
 }
 
+/// A fault of a library client, pinned to the version the suite measures: what the library does
+/// on one hostile input. The hostile-server tests assert exactly this outcome, so a change in the
+/// library's behaviour (a fix, or a new failure) fails them until the entry is updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownDefect {
+    /// The crate's name on crates.io (`fred`, `redis`, `memcache`).
+    pub library: &'static str,
+    /// The crate's version, as locked in `Cargo.lock`.
+    pub version: &'static str,
+    /// The hostile-server case that meets it (`deeply_nested_arrays`), as named in the
+    /// conformance crate's `tests/hostile.rs`.
+    pub input: &'static str,
+    /// What happens, as the hostile-server test reports the first call: `Ok(Some(5 bytes))`,
+    /// `panicked: ...`, `process killed by SIGABRT: ...`.
+    pub outcome: &'static str,
+}
+
 /// Connects a client to an endpoint.
 pub type ConnectFn = fn(&Endpoint, &Options) -> Result<Box<dyn Client>>;
 
@@ -388,6 +405,9 @@ pub struct ClientSpec {
     /// reason. Such a client is a lesson, not a contender: the kit runs its `set_many` with a
     /// few hundred items instead of 100,000, and the bench leaves it out of pipeline cells.
     pub slow_round_trip: Option<&'static str>,
+    /// Faults of the library at its pinned version; empty for hand-written clients (their faults
+    /// fail the tests instead).
+    pub known_defects: &'static [KnownDefect],
     /// Opens a connection.
     pub connect: ConnectFn,
 }

@@ -265,6 +265,7 @@ pub const SPEC: ClientSpec = ClientSpec {
         },
     ],
     slow_round_trip: None,
+    known_defects: &[],
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),

@@ -45,11 +45,40 @@ use fred::prelude::{
     Builder, ClientLike, Config, Error as FredError, ErrorKind, Expiration, KeysInterface,
 };
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Limitation, Options, Result,
+    Transport,
 };
 
 /// No kit behaviour is out of reach for fred.
 const LIMITATIONS: &[Limitation] = &[];
+
+/// What fred 10.1.0 gets wrong on a hostile server. The conformance crate's hostile-server test
+/// asserts each outcome.
+pub const KNOWN_DEFECTS: &[KnownDefect] = &[
+    KnownDefect {
+        library: "fred",
+        version: "10.1.0",
+        input: "deeply_nested_arrays",
+        // Its RESP decoder recurses once per nesting level with no limit: a reply of arrays
+        // nested 100,000 deep overflows an 8 MiB stack and the runtime aborts the process.
+        outcome: "process killed by SIGABRT: fatal runtime error: stack overflow, aborting",
+    },
+    KnownDefect {
+        library: "fred",
+        version: "10.1.0",
+        input: "missing_crlf_after_bulk",
+        // `$5\r\nhelloXY`: the two bytes where `\r\n` belongs are skipped unchecked, and the
+        // malformed reply is returned as the value `hello`.
+        outcome: "Ok(Some(5 bytes))",
+    },
+    KnownDefect {
+        library: "fred",
+        version: "10.1.0",
+        input: "reply_of_the_wrong_type",
+        // An integer reply (`:1`) to GET, which no server sends, is returned as the value `1`.
+        outcome: "Ok(Some(1 byte))",
+    },
+];
 
 /// fred, driven from a blocking caller.
 pub const SPEC: ClientSpec = ClientSpec {
@@ -62,6 +91,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     pipelining: "pipelined: client.pipeline() with one SET per item, then all(); one writev per command",
     limitations: LIMITATIONS,
     slow_round_trip: None,
+    known_defects: KNOWN_DEFECTS,
     connect: connect_boxed,
 };
 

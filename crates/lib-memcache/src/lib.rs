@@ -49,7 +49,8 @@
 use std::io;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Limitation, Options, Result,
+    Transport,
 };
 use memcache::{ClientError, MemcacheError, ServerError};
 
@@ -83,11 +84,44 @@ pub enum Checkout {
     Untested,
 }
 
+/// What memcache 0.21.0 gets wrong on a hostile server speaking the binary protocol. The
+/// conformance crate's hostile-server test asserts each outcome.
+pub const BINARY_DEFECTS: &[KnownDefect] = &[
+    KnownDefect {
+        library: "memcache",
+        version: "0.21.0",
+        input: "absurd_body_length",
+        // The body is allocated at the length the header claims (here 4 GiB) before a byte of it
+        // arrives. Where that much memory can be reserved, the call times out instead.
+        outcome: "process killed by SIGABRT: memory allocation of 4294967291 bytes failed",
+    },
+    KnownDefect {
+        library: "memcache",
+        version: "0.21.0",
+        input: "body_shorter_than_its_extras",
+        // The value length is the body length minus the extras, unchecked: a body that claims
+        // fewer bytes than its extras underflows. With overflow checks (test builds) that panics.
+        outcome: "panicked: attempt to subtract with overflow",
+    },
+];
+
+/// What memcache 0.21.0 gets wrong on a hostile server speaking the text protocol. The
+/// conformance crate's hostile-server test asserts each outcome.
+pub const ASCII_DEFECTS: &[KnownDefect] = &[KnownDefect {
+    library: "memcache",
+    version: "0.21.0",
+    input: "absurd_value_length",
+    // `VALUE k 0 99999999999`: the value buffer is allocated at the claimed length (plus the
+    // CRLF) before any of it arrives, and the failed allocation aborts the process.
+    outcome: "process killed by SIGABRT: memory allocation of 100000000001 bytes failed",
+}];
+
 /// Binary protocol, default pool (`memcache::connect` plus timeouts).
 pub const SPEC_BINARY: ClientSpec = spec(
     "memcache",
     "memcache 0.21 binary protocol, Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
     NO_PIPELINE_CHECKED,
+    BINARY_DEFECTS,
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Tested),
 );
 
@@ -96,6 +130,7 @@ pub const SPEC_BINARY_NO_CHECK: ClientSpec = spec(
     "memcache/no-check",
     "memcache 0.21 binary protocol, r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
     NO_PIPELINE,
+    BINARY_DEFECTS,
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Untested),
 );
 
@@ -104,6 +139,7 @@ pub const SPEC_ASCII: ClientSpec = spec(
     "memcache/ascii",
     "memcache 0.21 text protocol (?protocol=ascii), Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
     NO_PIPELINE_CHECKED,
+    ASCII_DEFECTS,
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Tested),
 );
 
@@ -112,6 +148,7 @@ pub const SPEC_ASCII_NO_CHECK: ClientSpec = spec(
     "memcache/ascii/no-check",
     "memcache 0.21 text protocol (?protocol=ascii), r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
     NO_PIPELINE,
+    ASCII_DEFECTS,
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Untested),
 );
 
@@ -119,6 +156,7 @@ const fn spec(
     name: &'static str,
     summary: &'static str,
     pipelining: &'static str,
+    known_defects: &'static [KnownDefect],
     connect: kvbench_core::ConnectFn,
 ) -> ClientSpec {
     ClientSpec {
@@ -130,6 +168,7 @@ const fn spec(
         pipelining,
         limitations: LIMITATIONS,
         slow_round_trip: None,
+        known_defects,
         connect,
     }
 }

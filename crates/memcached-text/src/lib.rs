@@ -121,6 +121,7 @@ pub const SPEC: ClientSpec = ClientSpec {
                  after the next chunk is written",
     limitations: &[],
     slow_round_trip: None,
+    known_defects: &[],
     connect,
 };
 

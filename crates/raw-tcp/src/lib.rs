@@ -239,6 +239,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     pipelining: "none: one round trip per item (the contract's default loop)",
     limitations: &[],
     slow_round_trip: None,
+    known_defects: &[],
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
 };
 

@@ -44,6 +44,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     pipelining: "none: one round trip per item (the contract's default loop)",
     limitations: &[],
     slow_round_trip: None,
+    known_defects: &[],
     connect: |endpoint, options| match endpoint {
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?) as Box<dyn Client>),
         Endpoint::Tcp(_) => Err(Error::Unsupported(
