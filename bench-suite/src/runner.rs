@@ -825,7 +825,19 @@ fn run() -> Result<()> {
         repeat: settings.repeat,
         order_seed: settings.order_seed,
         notes,
-        known_defects: Vec::new(),
+        known_defects: kvbench_clients::all()
+            .iter()
+            .flat_map(|spec| {
+                spec.known_defects
+                    .iter()
+                    .map(|defect| kvbench_results::KnownDefect {
+                        client: spec.name.to_string(),
+                        library: format!("{} {}", defect.library, defect.version),
+                        input: defect.input.to_string(),
+                        outcome: defect.outcome.to_string(),
+                    })
+            })
+            .collect(),
     };
     let results = Arc::new(Mutex::new(Results {
         schema_version: results::SCHEMA_VERSION,

@@ -6,7 +6,7 @@
 # 1. Renders <run-dir>/index.html from its results.json (kvbench-report render).
 # 2. Static checks (kvbench-report check): a chart per cell of results.json, a depth chart per
 #    pipelining client, every href/src resolves to a file inside the run folder (criterion's
-#    copied pages included), no network resource, well-formed HTML.
+#    own pages included), no network resource, well-formed HTML.
 # 3. Opens the page from disk in headless Chromium (Debian's `chromium`, installed by
 #    bench-suite/setup.sh when missing) and dumps the DOM after load. Fails on any console
 #    message or uncaught error Chromium logs, and unless the page's own self-check (inline script:

@@ -91,9 +91,9 @@ pub fn size(bytes: u64) -> String {
 fn size_with(bytes: u64, gap: &str) -> String {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{}{gap}MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{}{gap}KiB", bytes / KIB)
     } else {
         format!("{bytes}{gap}B")
@@ -102,9 +102,9 @@ fn size_with(bytes: u64, gap: &str) -> String {
 
 /// A pipeline depth: `1k`, `100k`, `1M` (exact multiples only; otherwise grouped digits).
 pub fn depth(depth: u64) -> String {
-    if depth >= 1_000_000 && depth % 1_000_000 == 0 {
+    if depth >= 1_000_000 && depth.is_multiple_of(1_000_000) {
         format!("{}M", depth / 1_000_000)
-    } else if depth >= 1_000 && depth % 1_000 == 0 {
+    } else if depth >= 1_000 && depth.is_multiple_of(1_000) {
         format!("{}k", depth / 1_000)
     } else {
         grouped(depth as f64)

@@ -12,7 +12,7 @@ use crate::model::{
 use crate::results::{Kind, Mode, Results, Row, Run, Status};
 use crate::svg;
 
-/// Criterion's own summary of every group, linked from the environment section when copied.
+/// Criterion's own summary of every group, linked from the environment section when present.
 const CRITERION_INDEX: &str = "criterion/report/index.html";
 
 /// Runs before anything else on the page: records script errors, failed resource loads and

@@ -96,7 +96,7 @@ pub struct Section {
 /// The bench suite calls this at the end of every run (`make bench`, `make bench-quick`), and
 /// `make report RUN=<id>` calls it on an existing run. It reads the run folder (and
 /// `<dir>/split/results.json`, a split-placement run, if there is one) and needs no network;
-/// criterion reports copied into `<dir>/criterion/` are linked when present. The page ends with
+/// criterion's own reports, which the bench writes into `<dir>/criterion/`, are linked when present. The page ends with
 /// the Lessons section ([`lessons`]) computed from this run; when the folder sits inside a kvbench
 /// checkout (`reports/<run>/`), its code references link to the source lines.
 pub fn render_run(dir: &Path) -> Result<(), Error> {

@@ -146,3 +146,38 @@ fn identical_runs_are_all_within_noise() {
     }
     assert_eq!(comparison.geometric_mean(), Some(1.0));
 }
+
+#[test]
+fn runs_of_different_machines_are_compared_with_a_warning() {
+    let a = fixture();
+    let mut b = fixture();
+    b["run"]["id"] = json!("other-machine");
+    b["run"]["cpu_model"] = json!("Intel Xeon @ 2.8GHz");
+    b["run"]["placement"]["mode"] = json!("split");
+    b["run"]["placement"]["client_cpu"] = json!(0);
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_run(dirs.0.path(), &a);
+    write_run(dirs.1.path(), &b);
+    let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
+    assert_eq!(
+        comparison.differences.len(),
+        2,
+        "{:?}",
+        comparison.differences
+    );
+    let text = comparison.text();
+    let warning = text.lines().nth(1).unwrap();
+    assert!(
+        warning.starts_with("WARNING: the two runs differ in CPU model"),
+        "{warning}"
+    );
+    assert!(warning.contains("placement: same-core"), "{warning}");
+    let html = comparison.html();
+    assert!(html.contains("<p class=\"warning\" id=\"not-comparable\">WARNING"));
+
+    // The same machine and settings: no warning.
+    write_run(dirs.1.path(), &a);
+    let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
+    assert!(comparison.warning().is_none());
+    assert!(!comparison.text().contains("WARNING"));
+}

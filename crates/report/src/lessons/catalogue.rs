@@ -142,7 +142,7 @@ const TEXT_GET: CodeRef = CodeRef {
     what: "`memcached-text`: the key checked, `get <key>\\r\\n` in one write, the `VALUE … END` reply read by its byte count",
 };
 
-/// The nine lessons, in the issue's order.
+/// The nine lessons, in reading order.
 pub const LESSONS: &[Lesson] = &[
     Lesson {
         id: "1-transport",
@@ -151,7 +151,10 @@ pub const LESSONS: &[Lesson] = &[
         setup: "`raw-unix` contains no protocol code: it hands a `UnixStream` to `raw-tcp`'s own \
                 `RawConnection`. Same buffers, same single write per command, same parser; only the \
                 socket differs. The loopback floor (a server thread answering a canned reply) shows \
-                the transport alone, and `memcached-text` shows the same client on both transports.",
+                the transport alone, and `memcached-text` shows the same client on both transports. \
+                The floor's CPU/op is higher than `raw-tcp`'s because its server thread runs inside \
+                the measured process: its CPU time counts both ends of the socket, a real server's \
+                does not.",
         tables: &[
             Table {
                 title: "Redis GET 3 B",
@@ -399,7 +402,7 @@ pub const LESSONS: &[Lesson] = &[
                    round trip?",
         setup: "Depth 1 is the plain SET of the same 3-byte value (one command, one reply); the \
                 deeper rows are `set_many` batches of 1,000, 100,000 and 1,000,000 SETs. Ratios are \
-                to depth 1 of the same client. `redis-benchmark` is hiredis with `-P <depth>`.",
+                to depth 1 of the same client. `redis-benchmark` (the benchmark tool shipped with Redis) runs with `-P <depth>`.",
         tables: &[
             Table {
                 title: "`buffered`, Redis, TCP",
@@ -420,7 +423,7 @@ pub const LESSONS: &[Lesson] = &[
                 ],
             },
             Table {
-                title: "`redis-benchmark` (hiredis, C), Redis, TCP",
+                title: "`redis-benchmark` (shipped with Redis; C), Redis, TCP",
                 rows: &[
                     set3("redis", "tcp", "redis-benchmark"),
                     pipelined("redis", 1_000, "tcp", "redis-benchmark"),
@@ -474,7 +477,10 @@ pub const LESSONS: &[Lesson] = &[
                 `Connection`; `fred` runs natively async on a current-thread tokio runtime. For \
                 memcached, `memcache` uses the crate's default pool (a `version` round trip before \
                 every operation), `no-check` builds the pool without that test, and `ascii` speaks \
-                the text protocol instead of the binary one.",
+                the text protocol instead of the binary one. CPU/op is split into user time (the \
+                client's own code: encoding, parsing, conversions, the runtime) and kernel time \
+                (the system calls and loopback delivery, the same for every client that makes the \
+                same calls): the user part is what a library's design costs.",
         tables: &[
             Table {
                 title: "Redis GET 3 B, TCP",
@@ -668,7 +674,7 @@ pub const LESSONS: &[Lesson] = &[
                 ],
             },
             Table {
-                title: "`redis-benchmark` (hiredis, C), Redis GET 3 B, TCP",
+                title: "`redis-benchmark` (shipped with Redis; C), Redis GET 3 B, TCP",
                 rows: &[
                     redis_get(3, "tcp", "redis-benchmark"),
                     split(redis_get(3, "tcp", "redis-benchmark")),
