@@ -13,6 +13,7 @@ setup:
 test: setup lint
 	@$(CARGO) run -q -p kvbench-servers --bin kvbench-servers-check
 	$(CARGO) test --workspace
+	$(CARGO) test -p kvbench-bench-suite --features fault-injection --test fault
 	$(MAKE) --no-print-directory bench-smoke
 
 ## The benchmark matrix. Settings (environment): PLACEMENT=same-core|split|none,
@@ -46,7 +47,7 @@ reference:
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

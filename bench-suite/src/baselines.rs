@@ -22,10 +22,10 @@ pub const REDIS_BENCHMARK: &str = kvbench_results::REDIS_BENCHMARK;
 pub const LOOPBACK_FLOOR: &str = kvbench_results::LOOPBACK_FLOOR;
 /// The key redis-benchmark uses when not given `-r`.
 const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
-/// Runs per baseline; the reported interval is the lowest and highest of them. A `--test` run
-/// only checks that the baseline works: one run.
+/// Runs per baseline: the row is their median, its interval their range (a `--test` run only
+/// checks that the baseline works: one run).
 fn runs(mode: Mode) -> usize {
-    if mode == Mode::Test { 1 } else { 3 }
+    mode.policy().baseline_runs
 }
 
 /// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
@@ -39,11 +39,7 @@ fn requests(cell: &Cell, mode: Mode) -> u64 {
         _ if cell.value_size >= 100 << 10 => 10_000,
         _ => 100_000,
     };
-    match mode {
-        Mode::Full => full,
-        Mode::Quick => (full / 50).max(cell.pipeline as u64),
-        Mode::Test => (full / 100).max(cell.pipeline as u64),
-    }
+    (full / mode.policy().baseline_request_divisor).max(cell.pipeline as u64)
 }
 
 /// Runs redis-benchmark for a Redis cell [`runs`] times, pinned to `cpu`. `prepare` sets or

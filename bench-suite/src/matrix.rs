@@ -144,56 +144,100 @@ impl Mode {
         }
     }
 
-    /// criterion warm-up and measurement time and sample size per (cell, client) — see
-    /// `bench-suite/README.md` for why the full run does not use criterion's 3 s + 5 s defaults
-    /// (about 290 functions would take 40 minutes on their own).
-    pub fn timing(self) -> (Duration, Duration, usize) {
+    /// Every budget and setting that differs between the modes.
+    pub fn policy(self) -> &'static Policy {
         match self {
-            Mode::Full => (Duration::from_millis(500), Duration::from_millis(1500), 30),
-            Mode::Quick => (Duration::from_millis(20), Duration::from_millis(130), 10),
-            Mode::Test => (Duration::from_millis(200), Duration::from_millis(500), 10),
-        }
-    }
-
-    /// Bootstrap resamples of criterion's analysis: its default (100,000) for the full run; the
-    /// quick run's ten samples are summarised as well by 10,000, 40 ms sooner per function.
-    pub fn resamples(self) -> usize {
-        match self {
-            Mode::Full => 100_000,
-            Mode::Quick | Mode::Test => 10_000,
-        }
-    }
-
-    /// Time given to a client without pipelining at depths of 100,000 and more: it writes as
-    /// many items of the pipeline as fit (whole thousands, at least 1,000), timed once. Each
-    /// item is one round trip whatever the depth, so the rate does not depend on how many ran.
-    pub fn single_shot_budget(self) -> Duration {
-        match self {
-            Mode::Full => Duration::from_secs(3),
-            Mode::Quick => Duration::from_millis(150),
-            Mode::Test => Duration::from_secs(1),
-        }
-    }
-
-    /// A call that takes at least this long (in verification) is timed by
-    /// [`long_call_repeats`](Mode::long_call_repeats) single calls rather than by criterion,
-    /// which would make at least eleven (fred's million-command pipeline takes seconds).
-    pub fn long_call(self) -> Duration {
-        match self {
-            Mode::Full | Mode::Test => Duration::from_secs(1),
-            Mode::Quick => Duration::from_millis(100),
-        }
-    }
-
-    /// Calls timed one by one, instead of by criterion, for a long call (see
-    /// [`long_call`](Mode::long_call)).
-    pub fn long_call_repeats(self) -> u64 {
-        match self {
-            Mode::Full => 3,
-            Mode::Quick | Mode::Test => 1,
+            Mode::Full => &FULL,
+            Mode::Quick => &QUICK,
+            Mode::Test => &TEST,
         }
     }
 }
+
+/// What a mode spends where: the one table of every budget and setting that differs between a
+/// full, a quick and a test run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// criterion's warm-up per (cell, client). The full run does not use criterion's 3 s + 5 s
+    /// defaults: about 290 functions would take 40 minutes on their own.
+    pub warm_up: Duration,
+    /// criterion's measurement time per (cell, client).
+    pub measurement: Duration,
+    /// criterion's samples per (cell, client) (ten, flat, for pipelines of 100,000 and more).
+    pub samples: usize,
+    /// Bootstrap resamples of criterion's analysis: its default for the full run; ten samples are
+    /// summarised as well by 10,000, 40 ms sooner per function.
+    pub resamples: usize,
+    /// Time given to a client without pipelining at depths of 100,000 and more: it writes as many
+    /// items as fit (whole thousands, at least 1,000), timed once. Each item is one round trip
+    /// whatever the depth, so the rate does not depend on how many ran.
+    pub single_shot_budget: Duration,
+    /// A call at least this long (in verification) is timed by `long_call_repeats` single calls
+    /// rather than by criterion, which would make at least eleven (fred's million-command
+    /// pipeline takes seconds).
+    pub long_call: Duration,
+    /// Calls timed one by one for a long call.
+    pub long_call_repeats: u64,
+    /// Seconds of calls in a cost pass's clean half (at least ten calls for request/response
+    /// cells, for percentiles).
+    pub cost_pass_seconds: f64,
+    /// Divides the cost pass's call count per cell kind (`cost_pass_calls`).
+    pub cost_pass_divisor: u64,
+    /// The most cost-pass calls of a client slow by design (about 40 ms a round trip).
+    pub slow_client_calls: u64,
+    /// redis-benchmark runs per cell (the row's median and range).
+    pub baseline_runs: usize,
+    /// Divides redis-benchmark's full request count (about a second of work).
+    pub baseline_request_divisor: u64,
+}
+
+/// The whole matrix: 16 min here.
+pub const FULL: Policy = Policy {
+    warm_up: Duration::from_millis(500),
+    measurement: Duration::from_millis(1500),
+    samples: 30,
+    resamples: 100_000,
+    single_shot_budget: Duration::from_secs(3),
+    long_call: Duration::from_secs(1),
+    long_call_repeats: 3,
+    cost_pass_seconds: 1.0,
+    cost_pass_divisor: 1,
+    slow_client_calls: 50,
+    baseline_runs: 3,
+    baseline_request_divisor: 1,
+};
+
+/// The representative subset with short timing: about a minute here.
+pub const QUICK: Policy = Policy {
+    warm_up: Duration::from_millis(20),
+    measurement: Duration::from_millis(130),
+    samples: 10,
+    resamples: 10_000,
+    single_shot_budget: Duration::from_millis(150),
+    long_call: Duration::from_millis(100),
+    long_call_repeats: 1,
+    cost_pass_seconds: 0.1,
+    cost_pass_divisor: 2,
+    slow_client_calls: 10,
+    baseline_runs: 3,
+    baseline_request_divisor: 50,
+};
+
+/// Every pair once, verification included: nothing timed, every path exercised.
+pub const TEST: Policy = Policy {
+    warm_up: Duration::from_millis(200),
+    measurement: Duration::from_millis(500),
+    samples: 10,
+    resamples: 10_000,
+    single_shot_budget: Duration::from_secs(1),
+    long_call: Duration::from_secs(1),
+    long_call_repeats: 1,
+    cost_pass_seconds: 0.5,
+    cost_pass_divisor: 500,
+    slow_client_calls: 10,
+    baseline_runs: 1,
+    baseline_request_divisor: 100,
+};
 
 /// Where the servers and the benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,7 +322,9 @@ pub struct Settings {
     /// `MODE=quick`: the quick subset of cells, also in a `--test` run.
     pub quick_cells: bool,
     /// `KVBENCH_FAULT_STOP_SERVER=<cell-id>@<client>`: a fault for tests — the cell's server
-    /// is stopped right after that client's verification, in the middle of the cell.
+    /// is stopped right after that client's verification, in the middle of the cell. Only in a
+    /// build with the `fault-injection` feature (the whole-run fault test's).
+    #[cfg(feature = "fault-injection")]
     pub stop_server_at: Option<(String, String)>,
 }
 
@@ -303,6 +349,7 @@ impl Settings {
             (false, Some("quick")) => Mode::Quick,
             (false, Some(other)) => bail!("MODE={other:?}: want full or quick"),
         };
+        #[cfg(feature = "fault-injection")]
         let stop_server_at = match var("KVBENCH_FAULT_STOP_SERVER") {
             None => None,
             Some(value) => match value.split_once('@') {
@@ -310,6 +357,10 @@ impl Settings {
                 None => bail!("KVBENCH_FAULT_STOP_SERVER={value:?}: want <cell-id>@<client>"),
             },
         };
+        #[cfg(not(feature = "fault-injection"))]
+        if var("KVBENCH_FAULT_STOP_SERVER").is_some() {
+            bail!("KVBENCH_FAULT_STOP_SERVER needs a build with the fault-injection feature");
+        }
         let repeat = match var("REPEAT") {
             None => 1,
             Some(value) => match value.parse::<u32>() {
@@ -338,6 +389,7 @@ impl Settings {
             repeat_cells: list(var("REPEAT_CELLS")),
             order_seed,
             quick_cells: var("MODE").as_deref() == Some("quick"),
+            #[cfg(feature = "fault-injection")]
             stop_server_at,
         })
     }
@@ -426,6 +478,7 @@ mod tests {
             repeat_cells: vec!["get/3B".into(), "pipeline_set+100000".into()],
             order_seed: 1,
             quick_cells: true,
+            #[cfg(feature = "fault-injection")]
             stop_server_at: None,
         };
         let visits: Vec<String> = settings

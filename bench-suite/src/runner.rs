@@ -53,18 +53,14 @@ pub fn pair_line(row: &Row) -> String {
 
 /// Calls in a cost pass: enough operations for stable per-op numbers, a fraction of a second.
 fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
-    let calls = match cell.op {
+    let calls: u64 = match cell.op {
         Op::PipelineSet if cell.pipeline >= 100_000 => 1,
         Op::PipelineSet => 100,
         _ if cell.value_size >= 1 << 20 => 200,
         _ if cell.value_size >= 100 << 10 => 1_000,
         _ => 5_000,
     };
-    match mode {
-        Mode::Full => calls,
-        Mode::Quick => calls.div_ceil(2),
-        Mode::Test => calls.min(10),
-    }
+    calls.div_ceil(mode.policy().cost_pass_divisor)
 }
 
 fn kind(spec: &ClientSpec) -> Kind {
@@ -225,21 +221,17 @@ fn with_cost_pass(
     // About a second of calls (0.1 s in the quick run), at least 10 for request/response
     // cells (percentiles), and never more than the cell's count: the `memcache` crate's
     // 1,000-item default loop takes 0.2 s a call, and 100 of them would be 20 s per client.
-    let budget = match h.settings.mode {
-        Mode::Full => 1.0,
-        Mode::Quick => 0.1,
-        Mode::Test => 0.5,
-    };
-    let fits = (budget / call_took.as_secs_f64().max(1e-9)).ceil() as u64;
+    let policy = h.settings.mode.policy();
+    let fits = (policy.cost_pass_seconds / call_took.as_secs_f64().max(1e-9)).ceil() as u64;
     let at_least = if w.cell.is_request_response() { 10 } else { 1 };
     let calls = cost_pass_calls(&w.cell, h.settings.mode).min(fits.max(at_least));
     // A client slow by design (~40 ms a round trip once its connection has left TCP's quick-ACK
-    // start) may look fast in its one verification call: 50 calls, 2 s, whatever it looked like
-    // (10 in the quick run: enough for a median, the tail is the same 40 ms).
-    let calls = match (slow, h.settings.mode) {
-        (false, _) => calls,
-        (true, Mode::Quick) => calls.min(10),
-        (true, _) => calls.min(50),
+    // start) may look fast in its one verification call: it gets the policy's few calls,
+    // whatever it looked like.
+    let calls = if slow {
+        calls.min(policy.slow_client_calls)
+    } else {
+        calls
     };
     // Counts per operation are the same in every call: a tenth of the calls count them.
     let outcome = costs::measure(
@@ -269,16 +261,17 @@ enum Timing {
 
 /// criterion unless one call is too long for it: a client without pipelining at depths of
 /// [`SINGLE_SHOT_DEPTH`] and more writes what fits in the mode's time budget, once; a call that
-/// took [`Mode::long_call`] or more in verification is repeated [`Mode::long_call_repeats`] times.
+/// took the policy's `long_call` or more in verification is repeated `long_call_repeats` times.
 fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Duration) -> Timing {
     let cell = &w.cell;
+    let policy = mode.policy();
     if cell.op != Op::PipelineSet {
         return Timing::Criterion;
     }
     if cell.pipeline >= SINGLE_SHOT_DEPTH && !spec.pipelines() {
         let verified_items = verify::pipeline_depth(spec, w) as f64;
         let per_item = verified_in.as_secs_f64() / verified_items;
-        let fits = (mode.single_shot_budget().as_secs_f64() / per_item.max(1e-9)) as usize;
+        let fits = (policy.single_shot_budget.as_secs_f64() / per_item.max(1e-9)) as usize;
         let depth = if mode == Mode::Test {
             verify::DEFAULT_LOOP_VERIFY_DEPTH
         } else {
@@ -288,8 +281,7 @@ fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Durat
             format!(
                 "single-shot: the first {depth} of {} items, in one call ({:?} budget; no \
                  pipelining: one round trip per item at any depth)",
-                cell.pipeline,
-                mode.single_shot_budget()
+                cell.pipeline, policy.single_shot_budget
             )
         } else {
             format!("single-shot: one call of {depth} items (no pipelining)")
@@ -300,8 +292,8 @@ fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Durat
             why,
         };
     }
-    if verified_in >= mode.long_call() {
-        let calls = mode.long_call_repeats();
+    if verified_in >= policy.long_call {
+        let calls = policy.long_call_repeats;
         // A --test run has just run the whole call in verification; the timed path is
         // exercised on the first items only.
         let depth = if mode == Mode::Test {
@@ -375,6 +367,7 @@ fn pair_error(h: &Harness, cell: &Cell, what: &str, err: impl std::fmt::Display)
 
 /// The test-only fault (`KVBENCH_FAULT_STOP_SERVER`): stops the cell's server after `client`'s
 /// verification, so its timing and every later pair of the cell meet a dead server.
+#[cfg(feature = "fault-injection")]
 fn maybe_stop_server(h: &mut Harness, cell: &Cell, client: &str) {
     let wanted = h.settings.stop_server_at.as_ref();
     if wanted.is_some_and(|(c, name)| *c == cell.id() && name == client) {
@@ -422,6 +415,7 @@ fn run_pair(
             return row.fail(Status::Failed, pair_error(h, cell, "verification", err));
         }
     };
+    #[cfg(feature = "fault-injection")]
     maybe_stop_server(h, cell, spec.name);
 
     let slow = spec.slow_round_trip.is_some();
@@ -474,7 +468,7 @@ fn group_samples(cell: &Cell, mode: Mode) -> usize {
     if cell.pipeline >= SINGLE_SHOT_DEPTH {
         10
     } else {
-        mode.timing().2
+        mode.policy().samples
     }
 }
 
@@ -768,8 +762,11 @@ fn run() -> Result<()> {
     let reports = results::reports_dir();
     let dir = reports.join(&id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (warm_up, measurement, samples) = settings.mode.timing();
+    let policy = settings.mode.policy();
+    let (warm_up, measurement, samples) = (policy.warm_up, policy.measurement, policy.samples);
+    #[allow(unused_mut, reason = "only the fault-injection build adds a note here")]
     let mut notes = Vec::new();
+    #[cfg(feature = "fault-injection")]
     if let Some((cell, client)) = &settings.stop_server_at {
         notes.push(format!(
             "fault test: the server is stopped during {cell}, after {client}'s verification"
@@ -805,10 +802,7 @@ fn run() -> Result<()> {
              samples for pipelines >= {SINGLE_SHOT_DEPTH} and clients slow by design; single \
              shots instead of criterion for clients without pipelining at depths >= \
              {SINGLE_SHOT_DEPTH} ({:?} budget) and for calls >= {:?} ({} each)",
-            settings.mode.resamples(),
-            settings.mode.single_shot_budget(),
-            settings.mode.long_call(),
-            settings.mode.long_call_repeats(),
+            policy.resamples, policy.single_shot_budget, policy.long_call, policy.long_call_repeats,
         ),
         filters: format!(
             "CLIENTS={} CELLS={} REPEAT={} REPEAT_CELLS={}{}",
@@ -862,7 +856,7 @@ fn run() -> Result<()> {
         .warm_up_time(warm_up)
         .measurement_time(measurement)
         .sample_size(samples)
-        .nresamples(settings.mode.resamples())
+        .nresamples(policy.resamples)
         .output_directory(&dir.join("criterion"))
         .configure_from_args();
     let specs: Vec<ClientSpec> = kvbench_clients::all()

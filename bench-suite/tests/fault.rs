@@ -1,0 +1,135 @@
+//! A server that dies in the middle of a cell fails that cell's remaining pairs with the error,
+//! and the run goes on: the private server is restarted for the next cell. Needs the
+//! `fault-injection` feature (its hook stops the server); `make test` runs it with it.
+
+mod common;
+
+use common::{assert_every_pair_listed, processes_mentioning, rows_of, run_matrix, server_dirs};
+use kvbench_bench_suite::results::{Row, Status};
+use kvbench_results::Kind;
+
+#[test]
+fn a_server_dying_mid_cell_fails_that_cell_and_the_run_goes_on() {
+    let killed_cell = "redis/get/3B/tcp";
+    // Split placement where there are two CPUs: the restart must then happen from a benchmark
+    // pinned to another CPU than the one the server is pinned to.
+    let placement = if kvbench_bench_suite::results::online_cpus() >= 2 {
+        "split"
+    } else {
+        "same-core"
+    };
+    let run = run_matrix(
+        "server-dies",
+        &[
+            ("PLACEMENT", placement.to_string()),
+            ("CELLS", "get/3B".to_string()),
+            (
+                "KVBENCH_FAULT_STOP_SERVER",
+                format!("{killed_cell}@raw-tcp"),
+            ),
+        ],
+    );
+    let results = &run.results;
+    let stderr = &run.stderr;
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "failed pairs fail the run; stderr:\n{stderr}"
+    );
+    assert_every_pair_listed(&run);
+
+    // The pair the server died under, and every pair of the cell that ran after it (clients run
+    // in a shuffled order; rows are listed in the order they ran): failed, with why. The pairs
+    // before it were served, and the loopback floor needs no server.
+    let killed = rows_of(results, killed_cell);
+    let at = killed
+        .iter()
+        .position(|row| row.client == "raw-tcp")
+        .expect("raw-tcp ran in the cell");
+    for row in &killed[..at] {
+        assert_eq!(
+            row.status,
+            Status::Ok,
+            "{} ran before the fault: {:?}",
+            row.client,
+            row.error
+        );
+    }
+    for row in killed[at..].iter().filter(|row| !row.is_floor()) {
+        assert_eq!(row.status, Status::Failed, "{} {}", row.cell, row.client);
+        let error = row.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("the redis server is no longer running"),
+            "{}: {error}",
+            row.client
+        );
+    }
+    assert!(
+        killed[at]
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("during timing"),
+        "raw-tcp was verified, then met the dead server while timed: {:?}",
+        killed[at].error
+    );
+    assert!(
+        killed[at..]
+            .iter()
+            .any(|row| row.kind != Kind::Baseline && row.client != "raw-tcp")
+            || killed[at + 1..]
+                .iter()
+                .all(|row| row.kind == Kind::Baseline),
+        "every client after raw-tcp is accounted for"
+    );
+
+    // The run went on: the server was restarted, and every other cell was served in full.
+    assert!(
+        results
+            .run
+            .notes
+            .iter()
+            .any(|note| note.contains("restarted before redis/get/3B/unix")),
+        "notes: {:?}",
+        results.run.notes
+    );
+    let others: Vec<&Row> = results
+        .rows
+        .iter()
+        .filter(|row| row.cell != killed_cell)
+        .collect();
+    let cells: std::collections::BTreeSet<&str> =
+        others.iter().map(|row| row.cell.as_str()).collect();
+    assert_eq!(
+        cells.into_iter().collect::<Vec<_>>(),
+        [
+            "memcached/get/3B/tcp",
+            "memcached/get/3B/unix",
+            "redis/get/3B/unix"
+        ]
+    );
+    for row in others {
+        assert_eq!(
+            row.status,
+            Status::Ok,
+            "{} {}: {:?}",
+            row.cell,
+            row.client,
+            row.error
+        );
+    }
+    assert!(results.run.finished_at.is_some(), "the run finished");
+
+    // Nothing of the servers outlives the run: their folder is gone, no process mentions it.
+    let dirs = server_dirs(results);
+    assert!(
+        !dirs.is_empty(),
+        "server folders recorded: {:?}",
+        results.run.servers
+    );
+    for dir in dirs {
+        assert!(!dir.exists(), "{} still exists", dir.display());
+        let left = processes_mentioning(&dir.to_string_lossy());
+        assert!(left.is_empty(), "processes left behind: {left:?}");
+    }
+}
