@@ -16,11 +16,13 @@
 //!
 //! A little plumbing lives here because every hand-written client needs it the same way:
 //! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol),
-//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) and the socket
-//! set-up of [`connect_tcp_stream`] and [`connect_unix_stream`].
+//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`), [`Broken`] (the
+//! state of a connection that must not be used again) and the socket set-up of
+//! [`connect_tcp_stream`] and [`connect_unix_stream`].
 #![deny(missing_docs)]
 
 mod read_buffer;
+pub mod script;
 
 use std::fmt;
 use std::io;
@@ -272,6 +274,44 @@ impl ReplyDeadline {
     }
 }
 
+/// Whether a connection may still be used.
+///
+/// Requests and replies are matched by their order alone. After an error that may leave a reply
+/// half read ([`Error::breaks_connection`]), the next bytes could belong to any reply, so the
+/// first such error is kept and every later call fails with it at once, without touching the
+/// socket. Errors that leave the stream in step (an error reply, refused input) change nothing.
+#[derive(Debug, Default)]
+pub struct Broken(Option<String>);
+
+impl Broken {
+    /// `Err` once the connection is broken, naming the error that broke it.
+    pub fn check(&self) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(reason) => Err(Error::Io(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("connection unusable after an earlier error: {reason}"),
+            ))),
+        }
+    }
+
+    /// Passes `result` through, first remembering its error if that breaks the connection.
+    pub fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(err) = &result
+            && err.breaks_connection()
+            && self.0.is_none()
+        {
+            self.0 = Some(err.to_string());
+        }
+        result
+    }
+
+    /// True once an error has left the connection out of step.
+    pub fn is_broken(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
 /// Connects over TCP the way every hand-written client does: each address `addr` resolves to is
 /// tried in turn within [`Options::connect_timeout`], then `TCP_NODELAY` is set as asked and the
 /// socket gets the options' read and write timeouts. Any failure is [`Error::Connect`].
@@ -477,6 +517,17 @@ mod tests {
         assert!(matches!(err, Error::Timeout(_)), "{err:?}");
         deadline.start();
         assert!(deadline.check().is_ok(), "a new reply gets a new clock");
+    }
+
+    #[test]
+    fn only_errors_that_break_the_stream_break_the_connection() {
+        let mut broken = Broken::default();
+        assert!(broken.note::<()>(Err(Error::Server("ERR".into()))).is_err());
+        assert!(broken.check().is_ok() && !broken.is_broken());
+        let _ = broken.note::<()>(Err(Error::Protocol("first".into())));
+        let _ = broken.note::<()>(Err(Error::Protocol("second".into())));
+        let err = broken.check().unwrap_err();
+        assert!(err.to_string().contains("first"), "{err}");
     }
 
     #[test]

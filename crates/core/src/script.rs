@@ -1,0 +1,86 @@
+//! [`Script`]: a server played from bytes in memory, for the clients' unit tests and fuzz targets.
+//!
+//! Every hand-written client is generic over its stream, so a test can hand it a [`Script`]
+//! instead of a socket and decide exactly how the replies arrive: whole, or cut into reads of a
+//! few bytes at every offset. [`after_a_break_nothing_is_sent`] is the property every client's
+//! fuzz target checks with it.
+
+use std::io::{self, Read, Write};
+
+use crate::Client;
+
+/// Replays `replies` at most `step` bytes per `read` (then end of stream), and counts the reads,
+/// the writes and the bytes written.
+#[derive(Debug, Clone)]
+pub struct Script<'a> {
+    /// What the "server" has still to send.
+    pub replies: &'a [u8],
+    /// Most bytes one `read` returns (1 = trickle).
+    pub step: usize,
+    /// `read` calls so far.
+    pub reads: usize,
+    /// `write` calls so far.
+    pub writes: usize,
+    /// Bytes written so far.
+    pub written: usize,
+}
+
+impl<'a> Script<'a> {
+    /// A script that hands out `replies` `step` bytes at a time (`step` 0 counts as 1).
+    pub fn new(replies: &'a [u8], step: usize) -> Self {
+        Script {
+            replies,
+            step: step.max(1),
+            reads: 0,
+            writes: 0,
+            written: 0,
+        }
+    }
+}
+
+impl Read for Script<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        let n = self.step.min(buf.len()).min(self.replies.len());
+        buf[..n].copy_from_slice(&self.replies[..n]);
+        self.replies = &self.replies[n..];
+        Ok(n)
+    }
+}
+
+impl Write for Script<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writes += 1;
+        self.written += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Calls every method of `client` in turn (`get`, `set`, `set_many`, `delete`, `set_ex`), each
+/// of which must return; once one has broken the connection, checks that every later call fails
+/// without writing a byte (`written` reads the client's byte count). Panics otherwise.
+pub fn after_a_break_nothing_is_sent<C: Client>(client: &mut C, written: impl Fn(&mut C) -> usize) {
+    let items: [(&[u8], &[u8]); 3] = [(b"a", b"1"), (b"k", b"22"), (b"c", b"")];
+    let mut broken_at = None;
+    for round in 0..5 {
+        let result = match round {
+            0 => client.get(b"k").map(drop),
+            1 => client.set(b"k", b"v"),
+            2 => client.set_many(&items),
+            3 => client.delete(b"k").map(drop),
+            _ => client.set_ex(b"k", b"v", 10),
+        };
+        if let Some(before) = broken_at {
+            assert!(result.is_err(), "a broken connection answered {result:?}");
+            assert_eq!(written(client), before, "a broken connection wrote");
+        } else if let Err(err) = result
+            && err.breaks_connection()
+        {
+            broken_at = Some(written(client));
+        }
+    }
+}
