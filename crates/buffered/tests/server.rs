@@ -44,12 +44,17 @@ fn reference(servers: &Servers) -> redis::Connection {
         .expect("reference connection")
 }
 
-fn dbsize(con: &mut redis::Connection) -> usize {
-    redis::cmd("DBSIZE").query(con).expect("DBSIZE")
+/// One command on the reference connection: `query(con, &["DBSIZE"])`.
+fn query<T: redis::FromRedisValue>(con: &mut redis::Connection, args: &[&[u8]]) -> T {
+    let mut command = redis::cmd(&String::from_utf8_lossy(args[0]));
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command.query(con).expect("reference query")
 }
 
-fn get(con: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
-    redis::cmd("GET").arg(key).query(con).expect("GET")
+fn dbsize(con: &mut redis::Connection) -> usize {
+    query(con, &[b"DBSIZE"])
 }
 
 /// A client socket of either transport that counts the `write` calls made on it (from either
@@ -175,7 +180,7 @@ fn million(transport: Transport) {
     assert_eq!(dbsize(&mut reference) - before, ITEMS);
     for i in [0, 1, 2_184, 2_185, 499_999, 777_777, ITEMS - 2, ITEMS - 1] {
         assert_eq!(
-            get(&mut reference, &items[i].0),
+            query::<Option<Vec<u8>>>(&mut reference, &[b"GET", &items[i].0]),
             Some(items[i].1.clone()),
             "item {i}"
         );
@@ -192,19 +197,19 @@ fn million(transport: Transport) {
     assert_eq!(chunks(&same), 473);
     set_many_counted(&mut con, &same);
     assert_eq!(dbsize(&mut reference) - before, ITEMS + 1);
-    assert_eq!(get(&mut reference, b"foo"), Some(b"bar".to_vec()));
+    assert_eq!(
+        query::<Option<Vec<u8>>>(&mut reference, &[b"GET", b"foo"]),
+        Some(b"bar".to_vec())
+    );
     con.set(b"after", b"the batches").unwrap();
     assert_eq!(con.get(b"after").unwrap(), Some(b"the batches".to_vec()));
 }
 
 #[test]
-fn set_many_of_a_million_items_over_tcp() {
-    million(Transport::Tcp);
-}
-
-#[test]
-fn set_many_of_a_million_items_over_unix() {
-    million(Transport::Unix);
+fn set_many_of_a_million_items_on_both_transports() {
+    for transport in Transport::ALL {
+        million(*transport);
+    }
 }
 
 #[test]
@@ -217,7 +222,10 @@ fn single_commands_round_trip_on_both_transports() {
         assert_eq!(con.get(&key).unwrap(), None);
         con.set(&key, b"v\r\n$1\r\n").unwrap();
         assert_eq!(con.get(&key).unwrap(), Some(b"v\r\n$1\r\n".to_vec()));
-        assert_eq!(get(&mut reference, &key), Some(b"v\r\n$1\r\n".to_vec()));
+        assert_eq!(
+            query::<Option<Vec<u8>>>(&mut reference, &[b"GET", &key]),
+            Some(b"v\r\n$1\r\n".to_vec())
+        );
         con.set_ex(&key, b"short-lived", 100).unwrap();
         let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut reference).unwrap();
         assert!((1..=100).contains(&ttl), "ttl {ttl}");
@@ -242,16 +250,15 @@ fn large_values_pipeline_one_chunk_each() {
     let keys: Vec<Vec<u8>> = (0..values.len())
         .map(|i| format!("large:{i}").into_bytes())
         .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let items = kvbench_core::script::items(&keys, &values);
     for transport in Transport::ALL {
         let mut con = client(&servers, *transport, &Options::default());
         con.set_many(&items).unwrap();
         for (key, value) in keys.iter().zip(&values) {
-            assert_eq!(get(&mut reference, key).as_ref(), Some(value));
+            assert_eq!(
+                query::<Option<Vec<u8>>>(&mut reference, &[b"GET", key]).as_ref(),
+                Some(value)
+            );
         }
         assert_eq!(con.get(&keys[47]).unwrap().as_ref(), Some(&values[47]));
         redis::cmd("FLUSHALL").exec(&mut reference).unwrap();

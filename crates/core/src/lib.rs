@@ -1,4 +1,9 @@
-//! The contract every kvbench client implements, and the words the suite uses to describe one.
+//! `kvbench-core`: the contract every client implements, and the plumbing every hand-written
+//! client shares. Its lesson is a small contract: four required methods and a `set_many` whose
+//! default loops over `set` let one conformance kit and one benchmark run every client, and make
+//! pipelining an override whose gain is measured. It gives up everything the contract does not
+//! name (multi-key reads, transactions, async calls). Read it first, then compare `raw-tcp`
+//! (which keeps the default `set_many`) with `buffered` (which overrides it).
 //!
 //! The contract is small on purpose. [`Client`] has four required methods — [`Client::get`],
 //! [`Client::set`], [`Client::set_ex`] and [`Client::delete`] — and one provided method,
@@ -325,12 +330,9 @@ pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Resul
         match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
             Ok(stream) => {
                 stream.set_nodelay(nodelay).map_err(fail)?;
-                stream
-                    .set_read_timeout(Some(options.read_timeout))
-                    .map_err(fail)?;
-                stream
-                    .set_write_timeout(Some(options.write_timeout))
-                    .map_err(fail)?;
+                let (read, write) = (options.read_timeout, options.write_timeout);
+                stream.set_read_timeout(Some(read)).map_err(fail)?;
+                stream.set_write_timeout(Some(write)).map_err(fail)?;
                 return Ok(stream);
             }
             Err(err) => last_error = err,
@@ -349,12 +351,9 @@ pub fn connect_unix_stream(path: &Path, options: &Options) -> Result<UnixStream>
         source,
     };
     let stream = UnixStream::connect(path).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(options.read_timeout))
-        .map_err(fail)?;
-    stream
-        .set_write_timeout(Some(options.write_timeout))
-        .map_err(fail)?;
+    let (read, write) = (options.read_timeout, options.write_timeout);
+    stream.set_read_timeout(Some(read)).map_err(fail)?;
+    stream.set_write_timeout(Some(write)).map_err(fail)?;
     Ok(stream)
 }
 

@@ -84,3 +84,20 @@ pub fn after_a_break_nothing_is_sent<C: Client>(client: &mut C, written: impl Fn
         }
     }
 }
+
+/// How many cases a property test runs: `default` in `make test`, or `KVBENCH_FUZZ_CASES` when
+/// set (`make fuzz` sets it; see `crates/resp/FUZZING.md`).
+pub fn property_cases(default: u32) -> u32 {
+    std::env::var("KVBENCH_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `keys` and `values` paired into the items [`Client::set_many`] takes.
+pub fn items<'a>(keys: &'a [Vec<u8>], values: &'a [Vec<u8>]) -> Vec<(&'a [u8], &'a [u8])> {
+    keys.iter()
+        .zip(values)
+        .map(|(k, v)| (&k[..], &v[..]))
+        .collect()
+}

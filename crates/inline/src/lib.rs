@@ -1,5 +1,8 @@
 //! `inline`: the command form you can type into telnet — `SET greeting hello\r\n` — and why
-//! real clients do not use it.
+//! real clients do not use it. It is shorter on the wire, but its separators are in-band, so it
+//! gives up binary safety, empty values and values over 64 KiB, and must refuse such input
+//! before sending it (or be open to command injection). Compare it with `raw-tcp`: the same
+//! connection; only the request encoding differs.
 //!
 //! **What it teaches.** Redis accepts two request forms. The *multi-bulk* form every client
 //! library sends, `*3\r\n$3\r\nSET\r\n$8\r\ngreeting\r\n$5\r\nhello\r\n`, announces the length of

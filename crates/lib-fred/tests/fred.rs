@@ -102,11 +102,7 @@ fn exercise(transport: Transport) {
     let values: Vec<Vec<u8>> = (0..1000)
         .map(|i| format!("value {i}").into_bytes())
         .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let items = kvbench_core::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     for (k, v) in keys.iter().zip(&values) {
         let stored: Option<Vec<u8>> = reference.runtime.block_on(fred.get(&k[..])).unwrap();
@@ -138,13 +134,10 @@ fn exercise(transport: Transport) {
 }
 
 #[test]
-fn over_tcp() {
-    exercise(Transport::Tcp);
-}
-
-#[test]
-fn over_unix() {
-    exercise(Transport::Unix);
+fn on_both_transports() {
+    for transport in Transport::ALL {
+        exercise(*transport);
+    }
 }
 
 /// A server that accepts connections and never answers.

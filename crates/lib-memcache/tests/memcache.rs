@@ -72,11 +72,7 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let values: Vec<Vec<u8>> = (0..1000)
         .map(|i| format!("value {i}").into_bytes())
         .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let items = kvbench_core::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let mut second = connect(spec, &endpoint);
     for (k, v) in keys.iter().zip(&values) {

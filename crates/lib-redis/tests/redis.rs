@@ -82,11 +82,7 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let values: Vec<Vec<u8>> = (0..1000)
         .map(|i| format!("value {i}").into_bytes())
         .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let items = kvbench_core::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let stored: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(&mut reference).unwrap();
     let expected: Vec<Option<Vec<u8>>> = values.into_iter().map(Some).collect();

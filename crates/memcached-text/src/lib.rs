@@ -1,5 +1,9 @@
-//! A minimal hand-written client for memcached's **text protocol**: what it takes to carry binary
-//! values over a line-based protocol, and what reading every reply costs and buys.
+//! `memcached-text`: a hand-written client for memcached's text protocol — binary values carried
+//! in a line-based protocol by announcing their length, and every reply read (no `noreply`) so
+//! that the stream stays in step and every failure is seen. It gives up keys holding spaces or
+//! control bytes (refused before sending), CAS, flags and multi-key gets. Compare it with
+//! `raw-tcp` (RESP length-prefixes keys too, so it refuses nothing) and with the `memcache`
+//! library (`lib-memcache`).
 //!
 //! # What it teaches
 //!

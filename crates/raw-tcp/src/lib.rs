@@ -1,5 +1,8 @@
-//! `raw-tcp`: the smallest honest Redis client — a blocking socket, one reused buffer each way,
-//! one `write` per command, and a reply parsed just enough.
+//! `raw-tcp`: the smallest honest Redis client — one `write` and one `read` per command, nothing
+//! allocated but the value returned. It gives up pipelining: a million SETs are a million round
+//! trips. Compare it with `buffered` (the same connection, pipelined) and with
+//! `raw-tcp/per-token`, which writes the same command token by token and pays for it in system
+//! calls and, with Nagle on, in delayed ACKs.
 //!
 //! **What it teaches.** A request/response round trip on loopback costs a few microseconds, and
 //! almost all of it is the kernel: one `write`, one `read`, two context switches. A client that

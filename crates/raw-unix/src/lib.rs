@@ -1,4 +1,6 @@
-//! `raw-unix`: the `raw-tcp` client over a Unix domain socket — and nothing else changed.
+//! `raw-unix`: the `raw-tcp` client over a Unix domain socket — and nothing else changed. It
+//! shows what TCP itself costs on a loopback round trip; it gives up reach (a Unix socket only
+//! works on the same machine). Compare it with `raw-tcp`.
 //!
 //! **What it teaches.** How much of a loopback round trip is TCP itself. A Unix stream socket
 //! skips the TCP/IP stack (no checksums, no segmentation, no ACKs, no Nagle), so the same bytes
