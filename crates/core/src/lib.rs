@@ -127,6 +127,14 @@ impl Endpoint {
             Endpoint::Unix(_) => Transport::Unix,
         }
     }
+
+    /// The URL Redis client libraries take for it: `redis://host:port/` or `redis+unix:///path`.
+    pub fn redis_url(&self) -> String {
+        match self {
+            Endpoint::Tcp(addr) => format!("redis://{addr}/"),
+            Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
+        }
+    }
 }
 
 impl fmt::Display for Endpoint {
@@ -153,6 +161,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// The same `timeout` for the connect, each read and each write.
+    pub fn with_timeout(timeout: Duration) -> Options {
+        Options {
+            connect_timeout: timeout,
+            read_timeout: timeout,
+            write_timeout: timeout,
+        }
+    }
+
     /// Default for all three timeouts: long enough for a 1 MiB value on a loaded 2-core machine,
     /// short enough that a test against a silent server fails in seconds, not minutes.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -388,6 +405,39 @@ pub trait Client: Send {
         }
         Ok(())
     }
+}
+
+/// Implements [`Client`] for a type that holds an async client in its `inner` field (with async
+/// `get`, `set`, `set_ex`, `delete` and `set_many` of the contract's signatures) and a runtime in
+/// its `runtime` field, by blocking on each call: how the library adapters put an async client
+/// behind the synchronous contract. This crate depends on no runtime; the expansion uses the
+/// caller's.
+#[macro_export]
+macro_rules! impl_client_by_blocking_on {
+    ($type:ty) => {
+        impl $crate::Client for $type {
+            fn get(&mut self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
+                self.runtime.block_on(self.inner.get(key))
+            }
+
+            fn set(&mut self, key: &[u8], value: &[u8]) -> $crate::Result<()> {
+                self.runtime.block_on(self.inner.set(key, value))
+            }
+
+            fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> $crate::Result<()> {
+                self.runtime
+                    .block_on(self.inner.set_ex(key, value, ttl_secs))
+            }
+
+            fn delete(&mut self, key: &[u8]) -> $crate::Result<bool> {
+                self.runtime.block_on(self.inner.delete(key))
+            }
+
+            fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> $crate::Result<()> {
+                self.runtime.block_on(self.inner.set_many(items))
+            }
+        }
+    };
 }
 
 /// A behaviour of the conformance kit that a client cannot perform, and why.

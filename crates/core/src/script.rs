@@ -101,3 +101,59 @@ pub fn items<'a>(keys: &'a [Vec<u8>], values: &'a [Vec<u8>]) -> Vec<(&'a [u8], &
         .map(|(k, v)| (&k[..], &v[..]))
         .collect()
 }
+
+/// The round trips every client must get right, on the keys `key(name)` names: a miss, a
+/// binary-safe hit, an empty value overwriting it, a 1 MiB value, a delete of an existing and of
+/// a missing key, then `key("ttl")` stored for one second and read back before it expires.
+/// Panics at the first wrong answer.
+pub fn round_trips(client: &mut dyn Client, key: impl Fn(&str) -> Vec<u8>) {
+    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    client.set(&key("k"), &binary).unwrap();
+    let hit = client.get(&key("k")).unwrap();
+    assert_eq!(hit, Some(binary), "binary-safe hit");
+    client.set(&key("k"), b"").unwrap();
+    let empty = client.get(&key("k")).unwrap();
+    assert_eq!(empty, Some(Vec::new()), "empty value overwrites");
+    let large = vec![b'x'; 1 << 20];
+    client.set(&key("large"), &large).unwrap();
+    assert_eq!(
+        client.get(&key("large")).unwrap(),
+        Some(large),
+        "1 MiB value"
+    );
+    assert!(client.delete(&key("k")).unwrap(), "delete existing");
+    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
+    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
+    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
+    let before_expiry = client.get(&key("ttl")).unwrap();
+    assert_eq!(
+        before_expiry.as_deref(),
+        Some(&b"soon gone"[..]),
+        "before its TTL"
+    );
+}
+
+/// `n` keys `key("many:<i>")` and values `value <i>`, for a `set_many` test.
+pub fn numbered(key: impl Fn(&str) -> Vec<u8>, n: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let keys = (0..n).map(|i| key(&format!("many:{i}"))).collect();
+    let values = (0..n).map(|i| format!("value {i}").into_bytes()).collect();
+    (keys, values)
+}
+
+/// For a Redis client: a GET on `list_key`, which must hold a list, is a `WRONGTYPE` error reply
+/// ([`Error::Server`](crate::Error::Server)), and the connection is still usable after it.
+pub fn a_wrongtype_reply_keeps_the_connection(client: &mut dyn Client, list_key: &[u8]) {
+    match client.get(list_key) {
+        Err(crate::Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
+        other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
+    }
+    let after = client.get(b"kvbench:surely-missing").unwrap();
+    assert_eq!(after, None, "usable after the error reply");
+}
+
+/// Waits `wait`, then checks that `key`, stored with a shorter TTL, is gone.
+pub fn expires_within(client: &mut dyn Client, key: &[u8], wait: std::time::Duration) {
+    std::thread::sleep(wait);
+    assert_eq!(client.get(key).unwrap(), None, "still there after {wait:?}");
+}

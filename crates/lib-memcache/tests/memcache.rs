@@ -35,43 +35,9 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let mut client = connect(spec, &endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    kvbench_core::script::round_trips(&mut *client, key);
 
-    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    client.set(&key("k"), &binary).unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(binary),
-        "binary-safe hit"
-    );
-    client.set(&key("k"), b"").unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(Vec::new()),
-        "empty value overwrites"
-    );
-    let large = vec![b'x'; 1 << 20];
-    client.set(&key("large"), &large).unwrap();
-    assert_eq!(
-        client.get(&key("large")).unwrap(),
-        Some(large),
-        "1 MiB value"
-    );
-
-    assert!(client.delete(&key("k")).unwrap(), "delete existing");
-    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
-    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
-
-    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
-    assert_eq!(
-        client.get(&key("ttl")).unwrap().as_deref(),
-        Some(&b"soon gone"[..])
-    );
-
-    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
-    let values: Vec<Vec<u8>> = (0..1000)
-        .map(|i| format!("value {i}").into_bytes())
-        .collect();
+    let (keys, values) = kvbench_core::script::numbered(key, 1000);
     let items = kvbench_core::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let mut second = connect(spec, &endpoint);
@@ -119,8 +85,8 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     );
 
     // memcached's clock ticks once a second: a 1 s item is gone within 2 s.
-    thread::sleep(Duration::from_millis(2500));
-    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
+    let wait = Duration::from_millis(2500);
+    kvbench_core::script::expires_within(&mut *client, &key("ttl"), wait);
 }
 
 #[test]

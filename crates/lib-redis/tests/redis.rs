@@ -5,10 +5,6 @@
 //! (1000 items read back on a second connection), an error reply that leaves the connection
 //! usable, and a silent server that must time out rather than hang.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::os::unix::net::UnixListener;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
@@ -40,48 +36,15 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let mut reference = reference(&endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    kvbench_core::script::round_trips(&mut *client, key);
 
-    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    client.set(&key("k"), &binary).unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(binary),
-        "binary-safe hit"
-    );
-    client.set(&key("k"), b"").unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(Vec::new()),
-        "empty value overwrites"
-    );
-    let large = vec![b'x'; 1 << 20];
-    client.set(&key("large"), &large).unwrap();
-    assert_eq!(
-        client.get(&key("large")).unwrap(),
-        Some(large),
-        "1 MiB value"
-    );
-
-    assert!(client.delete(&key("k")).unwrap(), "delete existing");
-    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
-    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
-
-    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
     let ttl: i64 = redis::cmd("TTL")
         .arg(key("ttl"))
         .query(&mut reference)
         .unwrap();
     assert_eq!(ttl, 1, "TTL as the server sees it");
-    assert_eq!(
-        client.get(&key("ttl")).unwrap().as_deref(),
-        Some(&b"soon gone"[..])
-    );
 
-    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
-    let values: Vec<Vec<u8>> = (0..1000)
-        .map(|i| format!("value {i}").into_bytes())
-        .collect();
+    let (keys, values) = kvbench_core::script::numbered(key, 1000);
     let items = kvbench_core::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let stored: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(&mut reference).unwrap();
@@ -93,71 +56,31 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .arg("x")
         .query(&mut reference)
         .unwrap();
-    match client.get(&key("list")) {
-        Err(Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
-        other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
+    kvbench_core::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
+
+    let wait = Duration::from_millis(2100);
+    kvbench_core::script::expires_within(&mut *client, &key("ttl"), wait);
+}
+
+#[test]
+fn sync_on_both_transports() {
+    for transport in Transport::ALL {
+        exercise(&SPEC_SYNC, *transport);
     }
-    assert_eq!(
-        client.get(&key("missing")).unwrap(),
-        None,
-        "usable after the error reply"
-    );
-    client.set(&key("after"), b"ok").unwrap();
-
-    thread::sleep(Duration::from_millis(2100));
-    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
 }
 
 #[test]
-fn sync_over_tcp() {
-    exercise(&SPEC_SYNC, Transport::Tcp);
-}
-
-#[test]
-fn sync_over_unix() {
-    exercise(&SPEC_SYNC, Transport::Unix);
-}
-
-#[test]
-fn async_over_tcp() {
-    exercise(&SPEC_ASYNC, Transport::Tcp);
-}
-
-#[test]
-fn async_over_unix() {
-    exercise(&SPEC_ASYNC, Transport::Unix);
-}
-
-/// A server that accepts connections and never answers.
-fn silent_endpoints(dir: &tempfile::TempDir) -> Vec<Endpoint> {
-    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-    let tcp_addr = tcp.local_addr().unwrap().to_string();
-    let path = dir.path().join("silent.sock");
-    let unix = UnixListener::bind(&path).unwrap();
-    // Hold every accepted socket open and read (discard) what the client sends.
-    thread::spawn(move || {
-        for mut stream in tcp.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    thread::spawn(move || {
-        for mut stream in unix.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    vec![Endpoint::Tcp(tcp_addr), Endpoint::Unix(path)]
+fn async_on_both_transports() {
+    for transport in Transport::ALL {
+        exercise(&SPEC_ASYNC, *transport);
+    }
 }
 
 #[test]
 fn silent_server_times_out_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let short = Duration::from_millis(300);
-    let options = Options {
-        connect_timeout: short,
-        read_timeout: short,
-        write_timeout: short,
-    };
-    for endpoint in silent_endpoints(&dir) {
+    let options = Options::with_timeout(Duration::from_millis(300));
+    for endpoint in kvbench_servers::silent::silent_endpoints(dir.path()).unwrap() {
         for spec in [SPEC_SYNC, SPEC_ASYNC] {
             let started = Instant::now();
             // redis-rs talks during the handshake (`CLIENT SETINFO`), so connecting already

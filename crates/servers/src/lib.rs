@@ -45,6 +45,7 @@
 
 mod probe;
 mod process;
+pub mod silent;
 mod url;
 
 use std::ffi::OsString;
