@@ -375,8 +375,8 @@ mod tests {
     }
 
     /// Feeds `bytes` one read at a time in pieces of `step` bytes.
-    fn drip(bytes: &[u8], step: usize) -> kvbench_core::script::Script<'_> {
-        kvbench_core::script::Script::new(bytes, step)
+    fn drip(bytes: &[u8], step: usize) -> kvbench_servers::script::Script<'_> {
+        kvbench_servers::script::Script::new(bytes, step)
     }
 
     #[test]

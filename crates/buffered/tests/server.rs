@@ -250,7 +250,7 @@ fn large_values_pipeline_one_chunk_each() {
     let keys: Vec<Vec<u8>> = (0..values.len())
         .map(|i| format!("large:{i}").into_bytes())
         .collect();
-    let items = kvbench_core::script::items(&keys, &values);
+    let items = kvbench_servers::script::items(&keys, &values);
     for transport in Transport::ALL {
         let mut con = client(&servers, *transport, &Options::default());
         con.set_many(&items).unwrap();

@@ -27,7 +27,6 @@
 #![deny(missing_docs)]
 
 mod read_buffer;
-pub mod script;
 
 use std::fmt;
 use std::io;

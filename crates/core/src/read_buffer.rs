@@ -120,10 +120,29 @@ fn read_reply(
 mod tests {
     use super::*;
 
-    use crate::script::Script;
+    /// Hands out `bytes` at most `step` bytes per read, then end of stream; counts reads.
+    struct Drip<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        reads: usize,
+    }
 
-    fn drip(bytes: &[u8], step: usize) -> Script<'_> {
-        Script::new(bytes, step)
+    impl Read for Drip<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn drip(bytes: &[u8], step: usize) -> Drip<'_> {
+        Drip {
+            bytes,
+            step,
+            reads: 0,
+        }
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn exercise(transport: Transport) {
     let fred = reference.client.client();
     let key = |name: &str| format!("fred:{transport}:{name}").into_bytes();
 
-    kvbench_core::script::round_trips(&mut *client, key);
+    kvbench_servers::script::round_trips(&mut *client, key);
     client.set(&key("k"), b"text").unwrap();
     assert_eq!(
         client.get(&key("k")).unwrap().as_deref(),
@@ -65,8 +65,8 @@ fn exercise(transport: Transport) {
         .unwrap();
     assert_eq!(ttl, 1, "TTL as the server sees it");
 
-    let (keys, values) = kvbench_core::script::numbered(key, 1000);
-    let items = kvbench_core::script::items(&keys, &values);
+    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
+    let items = kvbench_servers::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     for (k, v) in keys.iter().zip(&values) {
         let stored: Option<Vec<u8>> = reference.runtime.block_on(fred.get(&k[..])).unwrap();
@@ -83,8 +83,8 @@ fn exercise(transport: Transport) {
         .block_on(fred.lpush(&key("list")[..], "x"))
         .unwrap();
     let ttl_key = key("ttl");
-    kvbench_core::script::expires_within(&mut *client, &ttl_key, Duration::from_millis(2100));
-    kvbench_core::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
+    kvbench_servers::script::expires_within(&mut *client, &ttl_key, Duration::from_millis(2100));
+    kvbench_servers::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
 }
 
 #[test]
@@ -123,15 +123,7 @@ fn native_async_handle_works_in_any_runtime() {
             .await
             .unwrap();
         let clone = client.clone();
-        client.set(b"native", b"async").await.unwrap();
-        assert_eq!(
-            clone.get(b"native").await.unwrap().as_deref(),
-            Some(&b"async"[..])
-        );
-        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
-        clone.set_many(&items).await.unwrap();
-        assert_eq!(client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
-        assert!(client.delete(b"a").await.unwrap());
+        kvbench_servers::async_handles_share_a_connection!(client, clone);
         client.quit().await.unwrap();
     });
 }

@@ -35,10 +35,10 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let mut client = connect(spec, &endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    kvbench_core::script::round_trips(&mut *client, key);
+    kvbench_servers::script::round_trips(&mut *client, key);
 
-    let (keys, values) = kvbench_core::script::numbered(key, 1000);
-    let items = kvbench_core::script::items(&keys, &values);
+    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
+    let items = kvbench_servers::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let mut second = connect(spec, &endpoint);
     for (k, v) in keys.iter().zip(&values) {
@@ -86,7 +86,7 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
 
     // memcached's clock ticks once a second: a 1 s item is gone within 2 s.
     let wait = Duration::from_millis(2500);
-    kvbench_core::script::expires_within(&mut *client, &key("ttl"), wait);
+    kvbench_servers::script::expires_within(&mut *client, &key("ttl"), wait);
 }
 
 #[test]

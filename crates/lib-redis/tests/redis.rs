@@ -36,7 +36,7 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     let mut reference = reference(&endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    kvbench_core::script::round_trips(&mut *client, key);
+    kvbench_servers::script::round_trips(&mut *client, key);
 
     let ttl: i64 = redis::cmd("TTL")
         .arg(key("ttl"))
@@ -44,8 +44,8 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .unwrap();
     assert_eq!(ttl, 1, "TTL as the server sees it");
 
-    let (keys, values) = kvbench_core::script::numbered(key, 1000);
-    let items = kvbench_core::script::items(&keys, &values);
+    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
+    let items = kvbench_servers::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let stored: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(&mut reference).unwrap();
     let expected: Vec<Option<Vec<u8>>> = values.into_iter().map(Some).collect();
@@ -56,10 +56,10 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .arg("x")
         .query(&mut reference)
         .unwrap();
-    kvbench_core::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
+    kvbench_servers::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
 
     let wait = Duration::from_millis(2100);
-    kvbench_core::script::expires_within(&mut *client, &key("ttl"), wait);
+    kvbench_servers::script::expires_within(&mut *client, &key("ttl"), wait);
 }
 
 #[test]
@@ -114,14 +114,6 @@ fn native_async_handle_works_in_any_runtime() {
             .await
             .unwrap();
         let mut clone = client.clone();
-        client.set(b"native", b"async").await.unwrap();
-        assert_eq!(
-            clone.get(b"native").await.unwrap().as_deref(),
-            Some(&b"async"[..])
-        );
-        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
-        clone.set_many(&items).await.unwrap();
-        assert_eq!(client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
-        assert!(client.delete(b"a").await.unwrap());
+        kvbench_servers::async_handles_share_a_connection!(client, clone);
     });
 }

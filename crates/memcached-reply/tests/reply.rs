@@ -273,7 +273,7 @@ fn trailer_is_checked_byte_by_byte_as_it_arrives() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(kvbench_core::script::property_cases(256)))]
+    #![proptest_config(ProptestConfig::with_cases(kvbench_servers::script::property_cases(256)))]
 
     #[test]
     fn never_panics_and_never_claims_more_than_it_was_given(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {

@@ -285,7 +285,7 @@ fn any_key() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(kvbench_core::script::property_cases(1_000)))]
+    #![proptest_config(ProptestConfig::with_cases(kvbench_servers::script::property_cases(1_000)))]
 
     /// Every command either is refused with nothing written, or is exactly one command that
     /// reads back as the same key (and value): no key can smuggle in a second command.

@@ -3,7 +3,7 @@
 //! the connection the next ones fail without writing.
 #![no_main]
 
-use kvbench_core::script::{Script, after_a_break_nothing_is_sent};
+use kvbench_servers::script::{Script, after_a_break_nothing_is_sent};
 use kvbench_memcached_text::TextClient;
 use libfuzzer_sys::fuzz_target;
 

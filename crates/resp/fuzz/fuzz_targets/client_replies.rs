@@ -4,7 +4,7 @@
 //! breaks the connection the next call writes nothing.
 #![no_main]
 
-use kvbench_core::script::{Script, after_a_break_nothing_is_sent};
+use kvbench_servers::script::{Script, after_a_break_nothing_is_sent};
 use kvbench_resp::blocking::{Connection, MultiBulk};
 use libfuzzer_sys::fuzz_target;
 

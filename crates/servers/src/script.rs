@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 
-use crate::Client;
+use kvbench_core::{Client, Error};
 
 /// Replays `replies` at most `step` bytes per `read` (then end of stream), and counts the reads,
 /// the writes and the bytes written.
@@ -142,10 +142,10 @@ pub fn numbered(key: impl Fn(&str) -> Vec<u8>, n: usize) -> (Vec<Vec<u8>>, Vec<V
 }
 
 /// For a Redis client: a GET on `list_key`, which must hold a list, is a `WRONGTYPE` error reply
-/// ([`Error::Server`](crate::Error::Server)), and the connection is still usable after it.
+/// ([`Error::Server`]), and the connection is still usable after it.
 pub fn a_wrongtype_reply_keeps_the_connection(client: &mut dyn Client, list_key: &[u8]) {
     match client.get(list_key) {
-        Err(crate::Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
+        Err(Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
         other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
     }
     let after = client.get(b"kvbench:surely-missing").unwrap();
@@ -156,4 +156,21 @@ pub fn a_wrongtype_reply_keeps_the_connection(client: &mut dyn Client, list_key:
 pub fn expires_within(client: &mut dyn Client, key: &[u8], wait: std::time::Duration) {
     std::thread::sleep(wait);
     assert_eq!(client.get(key).unwrap(), None, "still there after {wait:?}");
+}
+
+/// For an async library client: a value set through `$client` is read back through `$clone`
+/// (another handle on the same connection), and `set_many` and `delete` work through either. A
+/// macro rather than a function because the async libraries share no trait; expand it inside an
+/// `async` block.
+#[macro_export]
+macro_rules! async_handles_share_a_connection {
+    ($client:expr, $clone:expr) => {{
+        $client.set(b"native", b"async").await.unwrap();
+        let read_back = $clone.get(b"native").await.unwrap();
+        assert_eq!(read_back.as_deref(), Some(&b"async"[..]));
+        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
+        $clone.set_many(&items).await.unwrap();
+        assert_eq!($client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
+        assert!($client.delete(b"a").await.unwrap());
+    }};
 }
