@@ -16,31 +16,23 @@ use kvbench_lib_memcache::{
     Checkout, Memcache, Protocol, SPEC_ASCII, SPEC_ASCII_NO_CHECK, SPEC_BINARY,
     SPEC_BINARY_NO_CHECK,
 };
-use kvbench_servers::{Servers, StartOptions};
+use kvbench_servers::{Servers, StartOptions, script};
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
 }
 
-fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
-    (spec.connect)(endpoint, &Options::default())
-        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
-}
-
 fn exercise(spec: &ClientSpec, transport: Transport) {
-    let servers = start();
-    let endpoint = servers
-        .endpoint(Backend::Memcached, transport)
-        .expect("endpoint");
-    let mut client = connect(spec, &endpoint);
+    let (_servers, endpoint) = script::private_endpoint(Backend::Memcached, transport);
+    let mut client = script::connect(spec, &endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    kvbench_servers::script::round_trips(&mut *client, key);
+    script::round_trips(&mut *client, key);
 
-    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
-    let items = kvbench_servers::script::items(&keys, &values);
+    let (keys, values) = script::numbered(key, 1000);
+    let items = script::items(&keys, &values);
     client.set_many(&items).unwrap();
-    let mut second = connect(spec, &endpoint);
+    let mut second = script::connect(spec, &endpoint);
     for (k, v) in keys.iter().zip(&values) {
         assert_eq!(
             second.get(k).unwrap().as_ref(),
@@ -86,7 +78,7 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
 
     // memcached's clock ticks once a second: a 1 s item is gone within 2 s.
     let wait = Duration::from_millis(2500);
-    kvbench_servers::script::expires_within(&mut *client, &key("ttl"), wait);
+    script::expires_within(&mut *client, &key("ttl"), wait);
 }
 
 #[test]
@@ -135,7 +127,7 @@ fn text_protocol_refuses_keys_it_cannot_frame() {
     let endpoint = servers
         .endpoint(Backend::Memcached, Transport::Tcp)
         .unwrap();
-    let mut client = connect(&SPEC_ASCII_NO_CHECK, &endpoint);
+    let mut client = script::connect(&SPEC_ASCII_NO_CHECK, &endpoint);
     for bad in [&b"with space"[..], b"line\r\nbreak", b"tab\t", b""] {
         assert!(
             matches!(client.set(bad, b"v"), Err(Error::InvalidInput(_))),
@@ -143,7 +135,7 @@ fn text_protocol_refuses_keys_it_cannot_frame() {
         );
     }
     // The binary protocol frames keys by length: a space is just a byte.
-    let mut binary = connect(&SPEC_BINARY_NO_CHECK, &endpoint);
+    let mut binary = script::connect(&SPEC_BINARY_NO_CHECK, &endpoint);
     binary.set(b"with space", b"v").unwrap();
     assert_eq!(
         binary.get(b"with space").unwrap().as_deref(),

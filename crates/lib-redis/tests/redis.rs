@@ -7,17 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+use kvbench_core::{Backend, ClientSpec, Endpoint, Error, Options, Transport};
 use kvbench_lib_redis::{AsyncRedis, SPEC_ASYNC, SPEC_SYNC, url};
-use kvbench_servers::{Servers, StartOptions};
+use kvbench_servers::{Servers, StartOptions, script};
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
-}
-
-fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
-    (spec.connect)(endpoint, &Options::default())
-        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
 }
 
 /// An independent redis-rs connection to look at the server with.
@@ -28,15 +23,12 @@ fn reference(endpoint: &Endpoint) -> redis::Connection {
 }
 
 fn exercise(spec: &ClientSpec, transport: Transport) {
-    let servers = start();
-    let endpoint = servers
-        .endpoint(Backend::Redis, transport)
-        .expect("endpoint");
-    let mut client = connect(spec, &endpoint);
+    let (_servers, endpoint) = script::private_endpoint(Backend::Redis, transport);
+    let mut client = script::connect(spec, &endpoint);
     let mut reference = reference(&endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    kvbench_servers::script::round_trips(&mut *client, key);
+    script::round_trips(&mut *client, key);
 
     let ttl: i64 = redis::cmd("TTL")
         .arg(key("ttl"))
@@ -44,8 +36,8 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .unwrap();
     assert_eq!(ttl, 1, "TTL as the server sees it");
 
-    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
-    let items = kvbench_servers::script::items(&keys, &values);
+    let (keys, values) = script::numbered(key, 1000);
+    let items = script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let stored: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(&mut reference).unwrap();
     let expected: Vec<Option<Vec<u8>>> = values.into_iter().map(Some).collect();
@@ -56,10 +48,10 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .arg("x")
         .query(&mut reference)
         .unwrap();
-    kvbench_servers::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
+    script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
 
     let wait = Duration::from_millis(2100);
-    kvbench_servers::script::expires_within(&mut *client, &key("ttl"), wait);
+    script::expires_within(&mut *client, &key("ttl"), wait);
 }
 
 #[test]

@@ -7,7 +7,9 @@
 
 use std::io::{self, Read, Write};
 
-use kvbench_core::{Client, Error};
+use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+
+use crate::{Servers, StartOptions};
 
 /// Replays `replies` at most `step` bytes per `read` (then end of stream), and counts the reads,
 /// the writes and the bytes written.
@@ -173,4 +175,19 @@ macro_rules! async_handles_share_a_connection {
         assert_eq!($client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
         assert!($client.delete(b"a").await.unwrap());
     }};
+}
+
+/// Private servers (see [`Servers::start_private`](crate::Servers::start_private)) and the
+/// endpoint of `backend` on `transport`, for a test that drives one client; keep the [`Servers`]
+/// alive as long as the endpoint is used. Panics if either cannot be had.
+pub fn private_endpoint(backend: Backend, transport: Transport) -> (Servers, Endpoint) {
+    let servers = Servers::start_private(&StartOptions::default()).expect("start private servers");
+    let endpoint = servers.endpoint(backend, transport).expect("endpoint");
+    (servers, endpoint)
+}
+
+/// Connects `spec` to `endpoint` with default options; panics, naming both, if it cannot.
+pub fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
+    (spec.connect)(endpoint, &Options::default())
+        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
 }
