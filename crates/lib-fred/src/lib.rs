@@ -1,5 +1,8 @@
 //! [fred](https://docs.rs/fred/10.1) behind the kvbench contract: an async, tokio-based Redis
 //! client, measured against the hand-written clients and against redis-rs (`kvbench-lib-redis`).
+//! What it shows is the cost of a client built for many concurrent callers (a command queue and
+//! a runtime) when one caller waits for each reply. Compare it with
+//! `redis-rs/async` and, for pipelines, with `buffered`.
 //!
 //! Configured the way fred's README shows: `Config::from_url(url)`,
 //! `Builder::from_config(config).build()`, `client.init().await`, then the typed
