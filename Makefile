@@ -96,12 +96,11 @@ FUZZ_CARGO := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && 
 ## then the decoders' property tests at FUZZ_CASES cases each (release build).
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	@for dir in crates/resp/fuzz crates/memcached-text/fuzz; do \
-	  for target in decode client_replies; do \
-	    echo "== cargo fuzz: $$dir $$target, $(FUZZ_SECONDS) s"; \
-	    $(FUZZ_CARGO) fuzz run --fuzz-dir $$dir --target-dir target/fuzz $$target -- \
-	      -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
-	  done; \
+	@for pair in resp:decode resp:client_replies memcached-reply:decode memcached-text:client_replies; do \
+	  dir=crates/$${pair%%:*}/fuzz; target=$${pair#*:}; \
+	  echo "== cargo fuzz: $$dir $$target, $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_CARGO) fuzz run --fuzz-dir $$dir --target-dir target/fuzz $$target -- \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
 	done
 	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-resp --lib
 	KVBENCH_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p kvbench-memcached-reply --test reply

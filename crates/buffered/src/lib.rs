@@ -1,5 +1,8 @@
 //! `buffered`: pipelining — many commands on the wire before the first reply is read — done
-//! without deadlock.
+//! without deadlock, by writing 64 KiB chunks on one thread while a second thread reads the
+//! replies. It gives up per-item errors (one error reply fails the whole batch) and pays a thread
+//! per batch larger than a chunk. Compare it with `raw-tcp` (the same connection, one round trip
+//! per item) and with `memcached-text`'s pipeline (chunks interleaved with reads, no thread).
 //!
 //! **What it teaches.** A round trip costs about the same whether it carries one command or two
 //! thousand, so the way to go fast is to stop paying one per command. [`Client::get`],
@@ -50,11 +53,8 @@ use std::time::Duration;
 use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
 };
-use kvbench_raw_tcp::{Head, read_bulk, read_head};
 use kvbench_resp::Header;
-
-/// Size of the reused [`ReadBuffer`]: `raw-tcp`'s, since replies are read by its [`read_head`].
-pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
+use kvbench_resp::blocking::{self, Connection, MultiBulk};
 
 /// [`Client::set_many`] writes commands in chunks of at least this many bytes (one `write` each;
 /// a chunk holds whole commands, so one large value makes one large chunk). Big enough that the
@@ -86,36 +86,36 @@ impl Duplex for UnixStream {
 
 /// Reads `count` replies to SET. Status replies succeed; error replies are counted and the
 /// first one's message kept, so the batch fails only once every reply is drained. The pipelined
-/// path lends `input` to the reader thread.
+/// path lends `read_buf` to the reader thread.
 fn count_statuses(
-    input: &mut ReadBuffer,
+    read_buf: &mut ReadBuffer,
     stream: &mut impl Read,
     count: usize,
 ) -> Result<Option<String>> {
     let (mut left, mut errors, mut first_error) = (count, 0usize, None);
     let mut unread_before_fill = left;
-    input.start_reply();
+    read_buf.start_reply();
     while left > 0 {
         // Fast path: a run of +OK\r\n, five bytes compared per reply, nothing parsed.
-        let pending = input.pending();
+        let pending = read_buf.pending();
         let mut pos = 0;
         while left > 0 && pending[pos..].starts_with(OK) {
             pos += OK.len();
             left -= 1;
         }
-        input.consume(pos);
+        read_buf.consume(pos);
         if left == 0 {
             break;
         }
         // Anything else (or a reply cut by the end of a read) goes through the decoder.
-        let Some((header, used)) = kvbench_resp::parse_header(input.pending())? else {
+        let Some((header, used)) = kvbench_resp::parse_header(read_buf.pending())? else {
             // The clock times one reply: it restarts once a reply has come in since the
             // last read (one check per read, not per reply).
             if left < unread_before_fill {
-                input.start_reply();
+                read_buf.start_reply();
             }
             unread_before_fill = left;
-            input.fill(stream)?;
+            read_buf.fill(stream)?;
             continue;
         };
         match header {
@@ -130,7 +130,7 @@ fn count_statuses(
                 ));
             }
         }
-        input.consume(used);
+        read_buf.consume(used);
         left -= 1;
     }
     Ok(first_error.map(|msg| match errors {
@@ -139,139 +139,83 @@ fn count_statuses(
     }))
 }
 
-/// A RESP2 connection over any socket two threads can share.
+/// The shared RESP connection (`get`, `set`, `set_ex` and `delete` are `raw-tcp`'s), plus a
+/// pipelined `set_many`, over any socket two threads can share.
 pub struct BufferedConnection<S> {
-    stream: S,
-    /// The buffered writer: reused for every command and every chunk.
-    output: Vec<u8>,
-    /// The buffered reader, parsed by `raw-tcp`'s functions: reused for every reply.
-    input: ReadBuffer,
-    /// Set after an error that leaves us unsure where the next reply starts.
-    broken: bool,
+    connection: Connection<S, MultiBulk>,
 }
 
 impl<S> BufferedConnection<S>
 where
-    S: Duplex,
+    S: Duplex + Read + Write,
     for<'a> &'a S: Read + Write,
 {
     /// Wraps a connected socket (timeouts are the caller's to set on it).
     pub fn new(stream: S) -> Self {
         BufferedConnection {
-            stream,
-            output: Vec::with_capacity(CHUNK_LEN + 1024),
-            input: ReadBuffer::new(READ_BUF_LEN),
-            broken: false,
+            connection: Connection::new(stream, MultiBulk),
         }
     }
 
     /// The underlying socket.
     pub fn stream(&self) -> &S {
-        &self.stream
+        self.connection.stream()
     }
 
-    fn usable(&self) -> Result<()> {
-        if self.broken {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "connection marked broken by an earlier error",
-            )));
-        }
-        Ok(())
-    }
-
-    /// Marks the connection broken if `result` is an error that can leave it out of sync.
-    fn note<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let Err(err) = &result {
-            self.broken |= err.breaks_connection();
-        }
-        result
-    }
-
-    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
-    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the socket's own
-    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
+    /// Fails a reply that takes longer than `limit` to arrive in full (see
+    /// [`Connection::set_reply_timeout`]).
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.input.set_reply_timeout(limit);
-    }
-
-    /// Sends one command in one write and reads its reply header.
-    fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
-        self.usable()?;
-        self.input.start_reply();
-        self.output.clear();
-        kvbench_resp::encode_command(&mut self.output, args);
-        let mut stream = &self.stream;
-        let result = match stream.write_all(&self.output) {
-            Ok(()) => read_head(&mut self.input, &mut stream),
-            Err(err) => Err(err.into()),
-        };
-        self.note(result)
-    }
-
-    fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
-        match self.call(args)? {
-            Head::Simple => Ok(()),
-            other => Err(self.unexpected(other, "a status reply")),
-        }
-    }
-
-    /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
-    /// for, and we no longer know where the next one starts.
-    fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        let err = head.unexpected(wanted);
-        self.broken |= err.breaks_connection();
-        err
+        self.connection.set_reply_timeout(limit);
     }
 }
 
-/// Encodes SETs for the leading items into `output` (cleared first) until it holds at least
+/// Encodes SETs for the leading items into `write_buf` (cleared first) until it holds at least
 /// [`CHUNK_LEN`] bytes; returns how many items it took (at least one, if there is one).
-fn encode_chunk(output: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
-    output.clear();
+fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
+    write_buf.clear();
     let mut taken = 0;
     for (key, value) in items {
-        if output.len() >= CHUNK_LEN {
+        if write_buf.len() >= CHUNK_LEN {
             break;
         }
-        encode_set(output, key, value);
+        encode_set(write_buf, key, value);
         taken += 1;
     }
     taken
 }
 
 /// Appends `SET key value` in multi-bulk form: the same bytes as
-/// `kvbench_resp::encode_command(out, &[b"SET", key, value])` (a test checks), with the constant
+/// `kvbench_resp::encode_command(write_buf, &[b"SET", key, value])` (a test checks), with the constant
 /// head written as one slice and two numbers formatted instead of four. This is the pipeline's
 /// hot loop; the specialisation halves its cost.
-fn encode_set(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     // *3\r\n$3\r\nSET\r\n$<len>\r\n<key>\r\n$<len>\r\n<value>\r\n
     let mut len = itoa::Buffer::new();
-    out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$");
-    out.extend_from_slice(len.format(key.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b"\r\n$");
-    out.extend_from_slice(len.format(value.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$");
+    write_buf.extend_from_slice(len.format(key.len()).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(key);
+    write_buf.extend_from_slice(b"\r\n$");
+    write_buf.extend_from_slice(len.format(value.len()).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(value);
+    write_buf.extend_from_slice(b"\r\n");
 }
 
-/// Writes the chunk already in `output` (holding `items[..done]`), then encodes and writes the
+/// Writes the chunk already in `write_buf` (holding `items[..done]`), then encodes and writes the
 /// rest, one chunk per write.
 fn write_chunks<W: Write>(
     mut stream: W,
-    output: &mut Vec<u8>,
+    write_buf: &mut Vec<u8>,
     items: &[(&[u8], &[u8])],
     mut done: usize,
 ) -> Result<()> {
     loop {
-        stream.write_all(output)?;
+        stream.write_all(write_buf)?;
         if done == items.len() {
             return Ok(());
         }
-        done += encode_chunk(output, &items[done..]);
+        done += encode_chunk(write_buf, &items[done..]);
     }
 }
 
@@ -279,8 +223,8 @@ fn write_chunks<W: Write>(
 /// batch's server error, if any; `Err` if either side failed.
 fn pipeline<S>(
     stream: &S,
-    input: &mut ReadBuffer,
-    output: &mut Vec<u8>,
+    read_buf: &mut ReadBuffer,
+    write_buf: &mut Vec<u8>,
     items: &[(&[u8], &[u8])],
     done: usize,
 ) -> Result<Option<String>>
@@ -302,12 +246,12 @@ where
     let server_error = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             let mut reading = stream;
-            count_statuses(input, &mut reading, items.len()).unwrap_or_else(|err| {
+            count_statuses(read_buf, &mut reading, items.len()).unwrap_or_else(|err| {
                 fail(err);
                 None
             })
         });
-        if let Err(err) = write_chunks(stream, output, items, done) {
+        if let Err(err) = write_chunks(stream, write_buf, items, done) {
             fail(err);
         }
         reader
@@ -322,62 +266,41 @@ where
 
 impl<S> Client for BufferedConnection<S>
 where
-    S: Duplex,
+    S: Duplex + Read + Write,
     for<'a> &'a S: Read + Write,
 {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(&[b"GET", key])? {
-            Head::Bulk(None) => Ok(None),
-            Head::Bulk(Some(len)) => {
-                let mut stream = &self.stream;
-                let value = read_bulk(&mut self.input, &mut stream, len);
-                self.note(value).map(Some)
-            }
-            other => Err(self.unexpected(other, "a bulk reply")),
-        }
+        self.connection.get(key)
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.expect_ok(&[b"SET", key, value])
+        self.connection.set(key, value)
     }
 
     fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let mut ttl = itoa::Buffer::new();
-        self.expect_ok(&[b"SET", key, value, b"EX", ttl.format(ttl_secs).as_bytes()])
+        self.connection.set_ex(key, value, ttl_secs)
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        match self.call(&[b"DEL", key])? {
-            Head::Integer(removed) => Ok(removed > 0),
-            other => Err(self.unexpected(other, "an integer reply")),
-        }
+        self.connection.delete(key)
     }
 
     /// Pipelined: see the crate documentation.
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        self.usable()?;
-        if items.is_empty() {
-            return Ok(());
-        }
-        let BufferedConnection {
-            stream,
-            output,
-            input,
-            ..
-        } = self;
-        let done = encode_chunk(output, items);
-        let outcome = if done == items.len() {
+        let outcome = self.connection.exchange(|stream, write_buf, read_buf| {
+            if items.is_empty() {
+                return Ok(None);
+            }
+            let done = encode_chunk(write_buf, items);
+            if done < items.len() {
+                return pipeline(&*stream, read_buf, write_buf, items, done);
+            }
             // One chunk: no more bytes in flight than one large SET, which every client writes
             // before reading. No thread needed.
-            let mut stream = &*stream;
-            match stream.write_all(output) {
-                Ok(()) => count_statuses(input, &mut stream, items.len()),
-                Err(err) => Err(err.into()),
-            }
-        } else {
-            pipeline(&*stream, input, output, items, done)
-        };
-        match self.note(outcome)? {
+            stream.write_all(write_buf)?;
+            count_statuses(read_buf, stream, items.len())
+        })?;
+        match outcome {
             None => Ok(()),
             Some(msg) => Err(Error::Server(msg)),
         }
@@ -386,19 +309,15 @@ where
 
 /// Connects over TCP (`TCP_NODELAY` on) with the options' timeouts.
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<BufferedConnection<TcpStream>> {
-    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
-    let mut connection = BufferedConnection::new(stream);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    let connection = blocking::connect_tcp(addr, options, true, MultiBulk)?;
+    Ok(BufferedConnection { connection })
 }
 
 /// Connects to a Unix socket with the options' read and write timeouts;
 /// [`Options::connect_timeout`] is not applied (see "Timeouts" in the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<BufferedConnection<UnixStream>> {
-    let stream = kvbench_core::connect_unix_stream(path, options)?;
-    let mut connection = BufferedConnection::new(stream);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    let connection = blocking::connect_unix(path, options, MultiBulk)?;
+    Ok(BufferedConnection { connection })
 }
 
 /// The client as the suite lists it.
@@ -437,104 +356,71 @@ mod tests {
     #[test]
     fn chunks_hold_whole_commands_and_at_least_chunk_len() {
         let items: Vec<(&[u8], &[u8])> = vec![(b"foo", b"bar"); 5000];
-        let mut output = Vec::new();
-        let taken = encode_chunk(&mut output, &items);
+        let mut write_buf = Vec::new();
+        let taken = encode_chunk(&mut write_buf, &items);
         let one = b"*3\r\n$3\r\nSET\r\n$3\r\nfoo\r\n$3\r\nbar\r\n";
         assert_eq!(taken, CHUNK_LEN.div_ceil(one.len()));
-        assert_eq!(output.len(), taken * one.len());
-        assert!(output.chunks(one.len()).all(|command| command == one));
+        assert_eq!(write_buf.len(), taken * one.len());
+        assert!(write_buf.chunks(one.len()).all(|command| command == one));
     }
 
     #[test]
     fn a_large_value_is_one_chunk_of_its_own() {
         let big = vec![b'x'; 2 * CHUNK_LEN];
         let items: Vec<(&[u8], &[u8])> = vec![(b"a", &big), (b"b", b"2")];
-        let mut output = Vec::new();
-        assert_eq!(encode_chunk(&mut output, &items), 1);
-        assert!(output.starts_with(b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$131072\r\nxxx"));
-        assert_eq!(encode_chunk(&mut output, &items[1..]), 1);
-        assert_eq!(output, b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n");
+        let mut write_buf = Vec::new();
+        assert_eq!(encode_chunk(&mut write_buf, &items), 1);
+        assert!(write_buf.starts_with(b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$131072\r\nxxx"));
+        assert_eq!(encode_chunk(&mut write_buf, &items[1..]), 1);
+        assert_eq!(write_buf, b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n");
     }
 
     /// Feeds `bytes` one read at a time in pieces of `step` bytes.
-    struct Drip<'a> {
-        bytes: &'a [u8],
-        step: usize,
-    }
-
-    impl Read for Drip<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.step.min(buf.len()).min(self.bytes.len());
-            buf[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
-        }
+    fn drip(bytes: &[u8], step: usize) -> kvbench_servers::script::Script<'_> {
+        kvbench_servers::script::Script::new(bytes, step)
     }
 
     #[test]
     fn counts_replies_split_at_every_offset() {
         let replies = b"+OK\r\n+OK\r\n-ERR one\r\n+QUEUED\r\n-ERR two\r\n+OK\r\n";
         for step in 1..=replies.len() {
-            let mut input = ReadBuffer::new(READ_BUF_LEN);
-            let mut drip = Drip {
-                bytes: replies,
-                step,
-            };
-            let outcome = count_statuses(&mut input, &mut drip, 6).unwrap();
+            let mut read_buf = ReadBuffer::new(blocking::READ_BUF_LEN);
+            let mut script = drip(replies, step);
+            let outcome = count_statuses(&mut read_buf, &mut script, 6).unwrap();
             assert_eq!(
                 outcome.as_deref(),
                 Some("2 of 6 SETs failed; the first: ERR one")
             );
-            assert_eq!(input.pending(), b"", "step {step} left bytes unread");
+            assert_eq!(read_buf.pending(), b"", "step {step} left bytes unread");
         }
     }
 
     #[test]
     fn one_error_is_reported_as_is() {
-        let mut input = ReadBuffer::new(READ_BUF_LEN);
-        let mut drip = Drip {
-            bytes: b"+OK\r\n-OOM no memory\r\n",
-            step: 64,
-        };
+        let mut read_buf = ReadBuffer::new(blocking::READ_BUF_LEN);
+        let mut script = drip(b"+OK\r\n-OOM no memory\r\n", 64);
         assert_eq!(
-            count_statuses(&mut input, &mut drip, 2).unwrap().as_deref(),
+            count_statuses(&mut read_buf, &mut script, 2)
+                .unwrap()
+                .as_deref(),
             Some("OOM no memory")
         );
     }
 
     #[test]
     fn a_non_status_reply_to_set_is_a_protocol_error() {
-        for bad in [
-            &b"+OK\r\n:1\r\n"[..],
-            b"+OK\r\n$-1\r\n",
-            b"+OK\r\n!oops\r\n",
-        ] {
-            let mut input = ReadBuffer::new(READ_BUF_LEN);
-            let err = count_statuses(
-                &mut input,
-                &mut Drip {
-                    bytes: bad,
-                    step: 64,
-                },
-                2,
-            )
-            .unwrap_err();
-            assert!(matches!(err, Error::Protocol(_)), "{bad:?} gave {err:?}");
+        for bad in [":1", "$-1", "!oops"] {
+            let replies = format!("+OK\r\n{bad}\r\n");
+            let mut read_buf = ReadBuffer::new(blocking::READ_BUF_LEN);
+            let err = count_statuses(&mut read_buf, &mut drip(replies.as_bytes(), 64), 2);
+            assert!(matches!(err, Err(Error::Protocol(_))), "{bad} gave {err:?}");
         }
     }
 
     #[test]
     fn missing_replies_are_an_eof_error() {
-        let mut input = ReadBuffer::new(READ_BUF_LEN);
-        let err = count_statuses(
-            &mut input,
-            &mut Drip {
-                bytes: b"+OK\r\n+OK",
-                step: 64,
-            },
-            3,
-        )
-        .unwrap_err();
+        let mut read_buf = ReadBuffer::new(blocking::READ_BUF_LEN);
+        let err = count_statuses(&mut read_buf, &mut drip(b"+OK\r\n+OK", 64), 3).unwrap_err();
         assert!(
             matches!(err, Error::Io(ref e) if e.kind() == io::ErrorKind::UnexpectedEof),
             "{err:?}"

@@ -174,6 +174,7 @@ fn unix(backend: Backend) -> Socket {
 
 /// Every hand-written client, on every transport, over a counted socket.
 fn hand_written() -> Vec<(&'static str, Backend, Probe)> {
+    use kvbench_inline::{Inline, InlineConnection};
     use kvbench_raw_tcp::{RawConnection, WriteStrategy::PerCommand};
     let redis = Backend::Redis;
     let memcached = Backend::Memcached;
@@ -205,12 +206,12 @@ fn hand_written() -> Vec<(&'static str, Backend, Probe)> {
         (
             "inline/tcp",
             redis,
-            probe(tcp(redis), kvbench_inline::InlineConnection::new),
+            probe(tcp(redis), |s| InlineConnection::new(s, Inline)),
         ),
         (
             "inline/unix",
             redis,
-            probe(unix(redis), kvbench_inline::InlineConnection::new),
+            probe(unix(redis), |s| InlineConnection::new(s, Inline)),
         ),
         (
             "memcached-text/tcp",

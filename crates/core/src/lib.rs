@@ -1,4 +1,9 @@
-//! The contract every kvbench client implements, and the words the suite uses to describe one.
+//! `kvbench-core`: the contract every client implements, and the plumbing every hand-written
+//! client shares. Its lesson is a small contract: four required methods and a `set_many` whose
+//! default loops over `set` let one conformance kit and one benchmark run every client, and make
+//! pipelining an override whose gain is measured. It gives up everything the contract does not
+//! name (multi-key reads, transactions, async calls). Read it first, then compare `raw-tcp`
+//! (which keeps the default `set_many`) with `buffered` (which overrides it).
 //!
 //! The contract is small on purpose. [`Client`] has four required methods — [`Client::get`],
 //! [`Client::set`], [`Client::set_ex`] and [`Client::delete`] — and one provided method,
@@ -16,8 +21,9 @@
 //!
 //! A little plumbing lives here because every hand-written client needs it the same way:
 //! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol),
-//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) and the socket
-//! set-up of [`connect_tcp_stream`] and [`connect_unix_stream`].
+//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`), [`Broken`] (the
+//! state of a connection that must not be used again) and the socket set-up of
+//! [`connect_tcp_stream`] and [`connect_unix_stream`].
 #![deny(missing_docs)]
 
 mod read_buffer;
@@ -120,6 +126,14 @@ impl Endpoint {
             Endpoint::Unix(_) => Transport::Unix,
         }
     }
+
+    /// The URL Redis client libraries take for it: `redis://host:port/` or `redis+unix:///path`.
+    pub fn redis_url(&self) -> String {
+        match self {
+            Endpoint::Tcp(addr) => format!("redis://{addr}/"),
+            Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
+        }
+    }
 }
 
 impl fmt::Display for Endpoint {
@@ -146,6 +160,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// The same `timeout` for the connect, each read and each write.
+    pub fn with_timeout(timeout: Duration) -> Options {
+        Options {
+            connect_timeout: timeout,
+            read_timeout: timeout,
+            write_timeout: timeout,
+        }
+    }
+
     /// Default for all three timeouts: long enough for a 1 MiB value on a loaded 2-core machine,
     /// short enough that a test against a silent server fails in seconds, not minutes.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -272,6 +295,44 @@ impl ReplyDeadline {
     }
 }
 
+/// Whether a connection may still be used.
+///
+/// Requests and replies are matched by their order alone. After an error that may leave a reply
+/// half read ([`Error::breaks_connection`]), the next bytes could belong to any reply, so the
+/// first such error is kept and every later call fails with it at once, without touching the
+/// socket. Errors that leave the stream in step (an error reply, refused input) change nothing.
+#[derive(Debug, Default)]
+pub struct Broken(Option<String>);
+
+impl Broken {
+    /// `Err` once the connection is broken, naming the error that broke it.
+    pub fn check(&self) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(reason) => Err(Error::Io(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("connection unusable after an earlier error: {reason}"),
+            ))),
+        }
+    }
+
+    /// Passes `result` through, first remembering its error if that breaks the connection.
+    pub fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(err) = &result
+            && err.breaks_connection()
+            && self.0.is_none()
+        {
+            self.0 = Some(err.to_string());
+        }
+        result
+    }
+
+    /// True once an error has left the connection out of step.
+    pub fn is_broken(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
 /// Connects over TCP the way every hand-written client does: each address `addr` resolves to is
 /// tried in turn within [`Options::connect_timeout`], then `TCP_NODELAY` is set as asked and the
 /// socket gets the options' read and write timeouts. Any failure is [`Error::Connect`].
@@ -285,12 +346,9 @@ pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Resul
         match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
             Ok(stream) => {
                 stream.set_nodelay(nodelay).map_err(fail)?;
-                stream
-                    .set_read_timeout(Some(options.read_timeout))
-                    .map_err(fail)?;
-                stream
-                    .set_write_timeout(Some(options.write_timeout))
-                    .map_err(fail)?;
+                let (read, write) = (options.read_timeout, options.write_timeout);
+                stream.set_read_timeout(Some(read)).map_err(fail)?;
+                stream.set_write_timeout(Some(write)).map_err(fail)?;
                 return Ok(stream);
             }
             Err(err) => last_error = err,
@@ -309,12 +367,9 @@ pub fn connect_unix_stream(path: &Path, options: &Options) -> Result<UnixStream>
         source,
     };
     let stream = UnixStream::connect(path).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(options.read_timeout))
-        .map_err(fail)?;
-    stream
-        .set_write_timeout(Some(options.write_timeout))
-        .map_err(fail)?;
+    let (read, write) = (options.read_timeout, options.write_timeout);
+    stream.set_read_timeout(Some(read)).map_err(fail)?;
+    stream.set_write_timeout(Some(write)).map_err(fail)?;
     Ok(stream)
 }
 
@@ -349,6 +404,39 @@ pub trait Client: Send {
         }
         Ok(())
     }
+}
+
+/// Implements [`Client`] for a type that holds an async client in its `inner` field (with async
+/// `get`, `set`, `set_ex`, `delete` and `set_many` of the contract's signatures) and a runtime in
+/// its `runtime` field, by blocking on each call: how the library adapters put an async client
+/// behind the synchronous contract. This crate depends on no runtime; the expansion uses the
+/// caller's.
+#[macro_export]
+macro_rules! impl_client_by_blocking_on {
+    ($type:ty) => {
+        impl $crate::Client for $type {
+            fn get(&mut self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
+                self.runtime.block_on(self.inner.get(key))
+            }
+
+            fn set(&mut self, key: &[u8], value: &[u8]) -> $crate::Result<()> {
+                self.runtime.block_on(self.inner.set(key, value))
+            }
+
+            fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> $crate::Result<()> {
+                self.runtime
+                    .block_on(self.inner.set_ex(key, value, ttl_secs))
+            }
+
+            fn delete(&mut self, key: &[u8]) -> $crate::Result<bool> {
+                self.runtime.block_on(self.inner.delete(key))
+            }
+
+            fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> $crate::Result<()> {
+                self.runtime.block_on(self.inner.set_many(items))
+            }
+        }
+    };
 }
 
 /// A behaviour of the conformance kit that a client cannot perform, and why.
@@ -497,6 +585,17 @@ mod tests {
         assert!(matches!(err, Error::Timeout(_)), "{err:?}");
         deadline.start();
         assert!(deadline.check().is_ok(), "a new reply gets a new clock");
+    }
+
+    #[test]
+    fn only_errors_that_break_the_stream_break_the_connection() {
+        let mut broken = Broken::default();
+        assert!(broken.note::<()>(Err(Error::Server("ERR".into()))).is_err());
+        assert!(broken.check().is_ok() && !broken.is_broken());
+        let _ = broken.note::<()>(Err(Error::Protocol("first".into())));
+        let _ = broken.note::<()>(Err(Error::Protocol("second".into())));
+        let err = broken.check().unwrap_err();
+        assert!(err.to_string().contains("first"), "{err}");
     }
 
     #[test]

@@ -147,70 +147,72 @@ mod tests {
 
     #[test]
     fn fill_appends_and_consume_advances() {
-        let mut input = ReadBuffer::new(8);
+        let mut read_buf = ReadBuffer::new(8);
         let mut stream = drip(b"abcdef", 4);
-        input.fill(&mut stream).unwrap();
-        assert_eq!(input.pending(), b"abcd");
-        input.consume(3);
-        input.fill(&mut stream).unwrap();
-        assert_eq!(input.pending(), b"def");
+        read_buf.fill(&mut stream).unwrap();
+        assert_eq!(read_buf.pending(), b"abcd");
+        read_buf.consume(3);
+        read_buf.fill(&mut stream).unwrap();
+        assert_eq!(read_buf.pending(), b"def");
     }
 
     #[test]
     fn a_full_buffer_moves_its_pending_bytes_to_the_front() {
-        let mut input = ReadBuffer::new(4);
+        let mut read_buf = ReadBuffer::new(4);
         let mut stream = drip(b"abcdef", 4);
-        input.fill(&mut stream).unwrap();
-        input.consume(2);
-        input.fill(&mut stream).unwrap();
-        assert_eq!(input.pending(), b"cdef");
+        read_buf.fill(&mut stream).unwrap();
+        read_buf.consume(2);
+        read_buf.fill(&mut stream).unwrap();
+        assert_eq!(read_buf.pending(), b"cdef");
     }
 
     #[test]
     fn take_value_copies_what_is_buffered_and_reads_the_rest_in_place() {
-        let mut input = ReadBuffer::new(4);
+        let mut read_buf = ReadBuffer::new(4);
         let mut stream = drip(b"0123456789tail", 4);
-        input.fill(&mut stream).unwrap();
-        input.consume(1);
-        let value = input.take_value(&mut stream, 9).unwrap();
+        read_buf.fill(&mut stream).unwrap();
+        read_buf.consume(1);
+        let value = read_buf.take_value(&mut stream, 9).unwrap();
         assert_eq!(value, b"123456789");
         assert_eq!(value.capacity(), 9, "allocated once, at the announced size");
         assert_eq!(
             stream.reads, 3,
             "one fill, then two reads straight into the value"
         );
-        assert_eq!(input.pending(), b"");
-        input.fill(&mut stream).unwrap();
-        assert_eq!(input.pending(), b"tail");
+        assert_eq!(read_buf.pending(), b"");
+        read_buf.fill(&mut stream).unwrap();
+        assert_eq!(read_buf.pending(), b"tail");
     }
 
     #[test]
     fn a_value_that_arrived_whole_needs_no_read() {
-        let mut input = ReadBuffer::new(16);
+        let mut read_buf = ReadBuffer::new(16);
         let mut stream = drip(b"valueEND", 16);
-        input.fill(&mut stream).unwrap();
-        assert_eq!(input.take_value(&mut stream, 5).unwrap(), b"value");
-        assert_eq!(input.take_value(&mut stream, 0).unwrap(), b"");
-        assert_eq!((stream.reads, input.pending()), (1, &b"END"[..]));
+        read_buf.fill(&mut stream).unwrap();
+        assert_eq!(read_buf.take_value(&mut stream, 5).unwrap(), b"value");
+        assert_eq!(read_buf.take_value(&mut stream, 0).unwrap(), b"");
+        assert_eq!((stream.reads, read_buf.pending()), (1, &b"END"[..]));
     }
 
     #[test]
     fn end_of_stream_mid_reply_is_an_eof_error() {
-        let mut input = ReadBuffer::new(8);
+        let mut read_buf = ReadBuffer::new(8);
         let eof =
             |err: Error| matches!(err, Error::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof);
-        assert!(eof(input.fill(&mut drip(b"", 1)).unwrap_err()));
-        assert!(eof(input.take_value(&mut drip(b"ab", 1), 3).unwrap_err()));
+        assert!(eof(read_buf.fill(&mut drip(b"", 1)).unwrap_err()));
+        assert!(eof(read_buf
+            .take_value(&mut drip(b"ab", 1), 3)
+            .unwrap_err()));
     }
 
     #[test]
     fn a_late_reply_times_out() {
-        let mut input = ReadBuffer::new(8);
-        input.set_reply_timeout(Some(Duration::ZERO));
-        input.start_reply();
+        let mut read_buf = ReadBuffer::new(8);
+        read_buf.set_reply_timeout(Some(Duration::ZERO));
+        read_buf.start_reply();
         let mut stream = drip(b"abcdef", 1);
-        input.fill(&mut stream).unwrap();
-        let err = input.take_value(&mut stream, 3).unwrap_err();
+        read_buf.fill(&mut stream).unwrap();
+        let err = read_buf.take_value(&mut stream, 3).unwrap_err();
         assert!(matches!(err, Error::Timeout(_)), "{err:?}");
     }
 }

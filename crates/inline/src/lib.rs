@@ -1,5 +1,8 @@
 //! `inline`: the command form you can type into telnet — `SET greeting hello\r\n` — and why
-//! real clients do not use it.
+//! real clients do not use it. It is shorter on the wire, but its separators are in-band, so it
+//! gives up binary safety, empty values and values over 64 KiB, and must refuse such input
+//! before sending it (or be open to command injection). Compare it with `raw-tcp`: the same
+//! connection; only the request encoding differs.
 //!
 //! **What it teaches.** Redis accepts two request forms. The *multi-bulk* form every client
 //! library sends, `*3\r\n$3\r\nSET\r\n$8\r\ngreeting\r\n$5\r\nhello\r\n`, announces the length of
@@ -23,8 +26,8 @@
 //! [`Error::InvalidInput`] before a byte is written. That refusal is the point of the crate: sent
 //! as it is, the key `a\r\nFLUSHALL` would be two commands, and the second would empty the
 //! database — command injection, exactly as with SQL built by string concatenation. Replies are
-//! ordinary RESP and are read by `raw-tcp`'s own reader ([`read_head`], [`read_bulk`]).
-//! [`Client::set_many`] is the contract's default loop: one round trip per item.
+//! ordinary RESP, read by the same [`Connection`] `raw-tcp` uses, with [`Inline`] as its encoding.
+//! [`Client::set_many`](kvbench_core::Client::set_many) is the contract's default loop: one round trip per item.
 //!
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
@@ -37,25 +40,18 @@
 //! with [`Error::Timeout`] at the next read.
 #![deny(missing_docs)]
 
-use std::io::{self, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
 
-use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Limitation, Options, ReadBuffer, Result,
-    Transport,
-};
-use kvbench_raw_tcp::{Head, read_bulk, read_head};
+use kvbench_core::{Backend, ClientSpec, Error, Kind, Limitation, Options, Result, Transport};
+use kvbench_resp::blocking::{self, Connection, Encoding};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
 /// A server that has buffered more than this without finding a line end replies
 /// `-ERR Protocol error: too big inline request` and closes the connection.
 pub const INLINE_MAX_LEN: usize = 64 * 1024;
-
-/// Size of the reused [`ReadBuffer`]: `raw-tcp`'s, since replies are read by its [`read_head`].
-pub const READ_BUF_LEN: usize = kvbench_raw_tcp::READ_BUF_LEN;
 
 /// Why `byte` cannot appear in an inline argument, or `None` if it can.
 ///
@@ -78,9 +74,9 @@ pub fn forbidden(byte: u8) -> Option<&'static str> {
 const ROLES: [&str; 3] = ["command", "key", "value"];
 
 /// Appends `args` as one inline command line: the arguments joined by single spaces, then
-/// `\r\n`. Refuses, leaving `out` unchanged, anything the server would not read back as the same
+/// `\r\n`. Refuses, leaving `write_buf` unchanged, anything the server would not read back as the same
 /// arguments, and any line longer than [`INLINE_MAX_LEN`].
-pub fn encode_inline(out: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
+pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
     // <arg> <arg> ... <arg>\r\n
     let line_len = args.iter().map(|arg| arg.len() + 1).sum::<usize>() + 1;
     if line_len > INLINE_MAX_LEN {
@@ -107,137 +103,43 @@ pub fn encode_inline(out: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
             )));
         }
     }
-    out.reserve(line_len);
+    write_buf.reserve(line_len);
     for (position, arg) in args.iter().enumerate() {
         if position > 0 {
-            out.push(b' ');
+            write_buf.push(b' ');
         }
-        out.extend_from_slice(arg);
+        write_buf.extend_from_slice(arg);
     }
-    out.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(b"\r\n");
     Ok(())
 }
 
-/// A connection that sends inline commands and reads RESP2 replies, over any byte stream.
-pub struct InlineConnection<S> {
-    stream: S,
-    /// Reused for every command.
-    write_buf: Vec<u8>,
-    /// Reads replies exactly as `raw-tcp` does; also bounds the time one whole reply may take.
-    reader: ReadBuffer,
-    /// Set after an error that leaves us unsure where the next reply starts.
-    broken: bool,
-}
+/// The inline form as an [`Encoding`]: [`encode_inline`], then one `write`. A refused command
+/// writes nothing, so the connection stays usable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inline;
 
-impl<S: Read + Write> InlineConnection<S> {
-    /// Wraps a connected stream (timeouts are the caller's to set on it).
-    pub fn new(stream: S) -> Self {
-        InlineConnection {
-            stream,
-            write_buf: Vec::with_capacity(256),
-            reader: ReadBuffer::new(READ_BUF_LEN),
-            broken: false,
-        }
-    }
-
-    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
-    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
-    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
-    pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.reader.set_reply_timeout(limit);
-    }
-
-    /// The underlying stream.
-    pub fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// Encodes one command (or refuses it, having sent nothing), writes it in one write and
-    /// reads its reply header.
-    fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
-        if self.broken {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "connection marked broken by an earlier error",
-            )));
-        }
-        self.write_buf.clear();
-        encode_inline(&mut self.write_buf, args)?;
-        self.reader.start_reply();
-        let result = match self.stream.write_all(&self.write_buf) {
-            Ok(()) => read_head(&mut self.reader, &mut self.stream),
-            Err(err) => Err(err.into()),
-        };
-        if let Err(err) = &result {
-            self.broken |= err.breaks_connection();
-        }
-        result
-    }
-
-    fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
-        match self.call(args)? {
-            Head::Simple => Ok(()),
-            other => Err(self.unexpected(other, "a status reply")),
-        }
-    }
-
-    /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
-    /// for, and we no longer know where the next one starts.
-    fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        let err = head.unexpected(wanted);
-        self.broken |= err.breaks_connection();
-        err
+impl Encoding for Inline {
+    fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
+        write_buf.clear();
+        encode_inline(write_buf, args)?;
+        Ok(stream.write_all(write_buf)?)
     }
 }
 
-impl<S: Read + Write + Send> Client for InlineConnection<S> {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(&[b"GET", key])? {
-            Head::Bulk(None) => Ok(None),
-            Head::Bulk(Some(len)) => {
-                // <data>\r\n — replies are RESP: the value is read by its length, whatever it holds.
-                let value = read_bulk(&mut self.reader, &mut self.stream, len);
-                if value.is_err() {
-                    self.broken = true;
-                }
-                value.map(Some)
-            }
-            other => Err(self.unexpected(other, "a bulk reply")),
-        }
-    }
-
-    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.expect_ok(&[b"SET", key, value])
-    }
-
-    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let mut ttl = itoa::Buffer::new();
-        self.expect_ok(&[b"SET", key, value, b"EX", ttl.format(ttl_secs).as_bytes()])
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        match self.call(&[b"DEL", key])? {
-            Head::Integer(removed) => Ok(removed > 0),
-            other => Err(self.unexpected(other, "an integer reply")),
-        }
-    }
-}
+/// The shared RESP connection, sending inline commands; replies are RESP, read as `raw-tcp` reads
+/// them.
+pub type InlineConnection<S> = Connection<S, Inline>;
 
 /// Connects over TCP (`TCP_NODELAY` on) with the options' timeouts.
 pub fn connect_tcp(addr: &str, options: &Options) -> Result<InlineConnection<TcpStream>> {
-    let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
-    let mut connection = InlineConnection::new(stream);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    blocking::connect_tcp(addr, options, true, Inline)
 }
 
 /// Connects to a Unix socket with the options' read and write timeouts;
 /// [`Options::connect_timeout`] is not applied (see "Timeouts" in the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<InlineConnection<UnixStream>> {
-    let stream = kvbench_core::connect_unix_stream(path, options)?;
-    let mut connection = InlineConnection::new(stream);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    blocking::connect_unix(path, options, Inline)
 }
 
 /// The client as the suite lists it.
@@ -266,19 +168,20 @@ pub const SPEC: ClientSpec = ClientSpec {
     ],
     slow_round_trip: None,
     known_defects: &[],
-    connect: |endpoint, options| match endpoint {
-        Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
-        Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),
-    },
+    connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use std::io::{self, Read};
+
+    use kvbench_core::Client;
+
     fn encoded(args: &[&[u8]]) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        encode_inline(&mut out, args).map(|()| out)
+        let mut write_buf = Vec::new();
+        encode_inline(&mut write_buf, args).map(|()| write_buf)
     }
 
     #[test]
@@ -356,9 +259,9 @@ mod tests {
 
     #[test]
     fn a_refusal_leaves_the_buffer_unchanged() {
-        let mut out = b"GET a\r\n".to_vec();
-        assert!(encode_inline(&mut out, &[b"SET", b"b", b"x y"]).is_err());
-        assert_eq!(out, b"GET a\r\n");
+        let mut write_buf = b"GET a\r\n".to_vec();
+        assert!(encode_inline(&mut write_buf, &[b"SET", b"b", b"x y"]).is_err());
+        assert_eq!(write_buf, b"GET a\r\n");
     }
 
     /// A stream that records writes and has nothing to read: proves that a refusal sends nothing.
@@ -382,7 +285,7 @@ mod tests {
 
     #[test]
     fn refused_commands_write_nothing_and_leave_the_connection_usable() {
-        let mut con = InlineConnection::new(Recorder(Vec::new()));
+        let mut con = InlineConnection::new(Recorder(Vec::new()), Inline);
         assert!(matches!(
             con.set(b"a\r\nFLUSHALL", b"v"),
             Err(Error::InvalidInput(_))
@@ -393,6 +296,6 @@ mod tests {
         ));
         assert!(matches!(con.delete(b""), Err(Error::InvalidInput(_))));
         assert!(con.stream().0.is_empty());
-        assert!(!con.broken);
+        assert!(!con.is_broken());
     }
 }

@@ -1,5 +1,8 @@
 //! [fred](https://docs.rs/fred/10.1) behind the kvbench contract: an async, tokio-based Redis
 //! client, measured against the hand-written clients and against redis-rs (`kvbench-lib-redis`).
+//! What it shows is the cost of a client built for many concurrent callers (a command queue and
+//! a runtime) when one caller waits for each reply. Compare it with
+//! `redis-rs/async` and, for pipelines, with `buffered`.
 //!
 //! Configured the way fred's README shows: `Config::from_url(url)`,
 //! `Builder::from_config(config).build()`, `client.init().await`, then the typed
@@ -45,12 +48,8 @@ use fred::prelude::{
     Builder, ClientLike, Config, Error as FredError, ErrorKind, Expiration, KeysInterface,
 };
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Limitation, Options, Result,
-    Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Options, Result, Transport,
 };
-
-/// No kit behaviour is out of reach for fred.
-const LIMITATIONS: &[Limitation] = &[];
 
 /// What fred 10.1.0 gets wrong on a hostile server. The conformance crate's hostile-server test
 /// asserts each outcome.
@@ -89,7 +88,8 @@ pub const SPEC: ClientSpec = ClientSpec {
     summary: "fred 10.1 Client (Config::from_url, default features + unix-sockets, no reconnect policy, \
               connection/command timeouts from Options), block_on on an owned current-thread runtime",
     pipelining: "pipelined: client.pipeline() with one SET per item, then all(); one writev per command",
-    limitations: LIMITATIONS,
+    // No kit behaviour is out of reach for it.
+    limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
     connect: connect_boxed,
@@ -97,10 +97,7 @@ pub const SPEC: ClientSpec = ClientSpec {
 
 /// The fred connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
 pub fn url(endpoint: &Endpoint) -> String {
-    match endpoint {
-        Endpoint::Tcp(addr) => format!("redis://{addr}/"),
-        Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
-    }
+    endpoint.redis_url()
 }
 
 /// Maps a fred error to the contract's error by its kind.
@@ -245,28 +242,7 @@ fn connect_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Clien
     Ok(Box::new(BlockingFred::connect(endpoint, options)?))
 }
 
-impl Client for BlockingFred {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.runtime.block_on(self.inner.get(key))
-    }
-
-    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.runtime.block_on(self.inner.set(key, value))
-    }
-
-    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        self.runtime
-            .block_on(self.inner.set_ex(key, value, ttl_secs))
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        self.runtime.block_on(self.inner.delete(key))
-    }
-
-    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        self.runtime.block_on(self.inner.set_many(items))
-    }
-}
+kvbench_core::impl_client_by_blocking_on!(BlockingFred);
 
 impl Drop for BlockingFred {
     /// Quits the way fred's examples do, so the server sees a clean `QUIT`; a dead server cannot

@@ -5,10 +5,6 @@
 //! (1000 items read back on a second connection), an error reply that leaves the connection
 //! usable, and a silent server that must time out rather than hang.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::os::unix::net::UnixListener;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use fred::prelude::{KeysInterface, ListInterface};
@@ -58,66 +54,23 @@ fn exercise(transport: Transport) {
     let fred = reference.client.client();
     let key = |name: &str| format!("fred:{transport}:{name}").into_bytes();
 
-    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
-
-    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    client.set(&key("k"), &binary).unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(binary),
-        "binary-safe hit"
-    );
+    kvbench_servers::script::round_trips(&mut *client, key);
     client.set(&key("k"), b"text").unwrap();
     assert_eq!(
         client.get(&key("k")).unwrap().as_deref(),
         Some(&b"text"[..]),
         "overwrite"
     );
-    client.set(&key("k"), b"").unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(Vec::new()),
-        "empty value"
-    );
-    let large = vec![b'x'; 1 << 20];
-    client.set(&key("large"), &large).unwrap();
-    assert_eq!(
-        client.get(&key("large")).unwrap(),
-        Some(large),
-        "1 MiB value"
-    );
+    assert!(client.delete(&key("k")).unwrap());
 
-    assert!(client.delete(&key("k")).unwrap(), "delete existing");
-    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
-    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
-
-    // A one-second key, for the expiry check at the end, and a 100-second key whose TTL is
-    // checked: it stays in range however slow the machine is, where a one-second key may show
-    // a TTL of 1 or 0, or be gone already.
-    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
-    client.set_ex(&key("ttl-long"), b"kept", 100).unwrap();
     let pttl: i64 = reference
         .runtime
         .block_on(fred.pttl(&key("ttl-long")[..]))
         .unwrap();
-    assert!(
-        (50_000..=100_000).contains(&pttl),
-        "TTL as the server sees it: {pttl} ms, want at most 100 s"
-    );
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..])
-    );
+    kvbench_servers::script::assert_long_ttl(pttl);
 
-    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
-    let values: Vec<Vec<u8>> = (0..1000)
-        .map(|i| format!("value {i}").into_bytes())
-        .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let (keys, values) = kvbench_servers::script::numbered(key, 1000);
+    let items = kvbench_servers::script::items(&keys, &values);
     client.set_many(&items).unwrap();
     for (k, v) in keys.iter().zip(&values) {
         let stored: Option<Vec<u8>> = reference.runtime.block_on(fred.get(&k[..])).unwrap();
@@ -133,67 +86,20 @@ fn exercise(transport: Transport) {
         .runtime
         .block_on(fred.lpush(&key("list")[..], "x"))
         .unwrap();
-    match client.get(&key("list")) {
-        Err(Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
-        other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
-    }
-    assert_eq!(
-        client.get(&key("missing")).unwrap(),
-        None,
-        "usable after the error reply"
-    );
-    client.set(&key("after"), b"ok").unwrap();
-
-    // At least 2.1 s after the one-second key was stored (a slow machine only adds to it).
-    thread::sleep(Duration::from_millis(2100));
-    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..]),
-        "the 100 s key outlives the 1 s key"
-    );
+    kvbench_servers::script::expires_within(&mut *client, key, Duration::from_millis(2100));
+    kvbench_servers::script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
 }
 
 #[test]
-fn over_tcp() {
-    exercise(Transport::Tcp);
-}
-
-#[test]
-fn over_unix() {
-    exercise(Transport::Unix);
-}
-
-/// A server that accepts connections and never answers.
-fn silent_endpoints(dir: &tempfile::TempDir) -> Vec<Endpoint> {
-    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-    let tcp_addr = tcp.local_addr().unwrap().to_string();
-    let path = dir.path().join("silent.sock");
-    let unix = UnixListener::bind(&path).unwrap();
-    // Hold every accepted socket open and read (discard) what the client sends.
-    thread::spawn(move || {
-        for mut stream in tcp.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    thread::spawn(move || {
-        for mut stream in unix.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    vec![Endpoint::Tcp(tcp_addr), Endpoint::Unix(path)]
+fn on_both_transports() {
+    Transport::ALL.iter().copied().for_each(exercise);
 }
 
 #[test]
 fn silent_server_times_out_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let short = Duration::from_millis(300);
-    let options = Options {
-        connect_timeout: short,
-        read_timeout: short,
-        write_timeout: short,
-    };
-    for endpoint in silent_endpoints(&dir) {
+    let options = Options::with_timeout(Duration::from_millis(300));
+    for endpoint in kvbench_servers::silent::silent_endpoints(dir.path()).unwrap() {
         let started = Instant::now();
         // fred's handshake (`PING`) waits for a reply under `internal_command_timeout`.
         let err = (SPEC.connect)(&endpoint, &options).err();
@@ -220,15 +126,7 @@ fn native_async_handle_works_in_any_runtime() {
             .await
             .unwrap();
         let clone = client.clone();
-        client.set(b"native", b"async").await.unwrap();
-        assert_eq!(
-            clone.get(b"native").await.unwrap().as_deref(),
-            Some(&b"async"[..])
-        );
-        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
-        clone.set_many(&items).await.unwrap();
-        assert_eq!(client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
-        assert!(client.delete(b"a").await.unwrap());
+        kvbench_servers::async_handles_share_a_connection!(client, clone);
         client.quit().await.unwrap();
     });
 }

@@ -1,5 +1,8 @@
 //! The [`memcache`](https://docs.rs/memcache/0.21) crate behind the kvbench contract: the library
-//! yardstick for the hand-written memcached client (`kvbench-memcached-text`).
+//! yardstick for the hand-written memcached client (`kvbench-memcached-text`). What it shows is
+//! what a connection pool's health check costs (a `version` round trip before every operation,
+//! unless turned off) and what the binary protocol changes against the text one. Compare it with
+//! `memcached-text`.
 //!
 //! Four configurations, two protocols times two pools:
 //!

@@ -16,7 +16,7 @@ use kvbench_lib_memcache::{
     Checkout, Memcache, Protocol, SPEC_ASCII, SPEC_ASCII_NO_CHECK, SPEC_BINARY,
     SPEC_BINARY_NO_CHECK,
 };
-use kvbench_servers::{Servers, StartOptions};
+use kvbench_servers::{Servers, StartOptions, script};
 
 /// How long a call against a silent server may take before it counts as hung: a guard, not a
 /// performance claim, far above the 300 ms timeouts so that a loaded machine does not trip it.
@@ -26,67 +26,17 @@ fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
 }
 
-fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
-    (spec.connect)(endpoint, &Options::default())
-        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
-}
-
 fn exercise(spec: &ClientSpec, transport: Transport) {
-    let servers = start();
-    let endpoint = servers
-        .endpoint(Backend::Memcached, transport)
-        .expect("endpoint");
-    let mut client = connect(spec, &endpoint);
+    let (_servers, endpoint) = script::private_endpoint(Backend::Memcached, transport);
+    let mut client = script::connect(spec, &endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    script::round_trips(&mut *client, key);
 
-    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    client.set(&key("k"), &binary).unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(binary),
-        "binary-safe hit"
-    );
-    client.set(&key("k"), b"").unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(Vec::new()),
-        "empty value overwrites"
-    );
-    let large = vec![b'x'; 1 << 20];
-    client.set(&key("large"), &large).unwrap();
-    assert_eq!(
-        client.get(&key("large")).unwrap(),
-        Some(large),
-        "1 MiB value"
-    );
-
-    assert!(client.delete(&key("k")).unwrap(), "delete existing");
-    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
-    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
-
-    // A one-second key, for the expiry check at the end, and a 100-second key that must still
-    // be there: memcached's clock ticks once a second, so a one-second key may already be gone
-    // when it is read back at once.
-    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
-    client.set_ex(&key("ttl-long"), b"kept", 100).unwrap();
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..])
-    );
-
-    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
-    let values: Vec<Vec<u8>> = (0..1000)
-        .map(|i| format!("value {i}").into_bytes())
-        .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let (keys, values) = script::numbered(key, 1000);
+    let items = script::items(&keys, &values);
     client.set_many(&items).unwrap();
-    let mut second = connect(spec, &endpoint);
+    let mut second = script::connect(spec, &endpoint);
     for (k, v) in keys.iter().zip(&values) {
         assert_eq!(
             second.get(k).unwrap().as_ref(),
@@ -131,13 +81,8 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
     );
 
     // memcached's clock ticks once a second: a 1 s item is gone within 2 s.
-    thread::sleep(Duration::from_millis(2500));
-    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..]),
-        "the 100 s key outlives the 1 s key"
-    );
+    let wait = Duration::from_millis(2500);
+    script::expires_within(&mut *client, key, wait);
 }
 
 #[test]
@@ -186,7 +131,7 @@ fn text_protocol_refuses_keys_it_cannot_frame() {
     let endpoint = servers
         .endpoint(Backend::Memcached, Transport::Tcp)
         .unwrap();
-    let mut client = connect(&SPEC_ASCII_NO_CHECK, &endpoint);
+    let mut client = script::connect(&SPEC_ASCII_NO_CHECK, &endpoint);
     for bad in [&b"with space"[..], b"line\r\nbreak", b"tab\t", b""] {
         assert!(
             matches!(client.set(bad, b"v"), Err(Error::InvalidInput(_))),
@@ -194,7 +139,7 @@ fn text_protocol_refuses_keys_it_cannot_frame() {
         );
     }
     // The binary protocol frames keys by length: a space is just a byte.
-    let mut binary = connect(&SPEC_BINARY_NO_CHECK, &endpoint);
+    let mut binary = script::connect(&SPEC_BINARY_NO_CHECK, &endpoint);
     binary.set(b"with space", b"v").unwrap();
     assert_eq!(
         binary.get(b"with space").unwrap().as_deref(),

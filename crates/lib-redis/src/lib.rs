@@ -1,5 +1,8 @@
 //! [redis-rs](https://docs.rs/redis/1.8) behind the kvbench contract: the yardstick the hand-written
-//! Redis clients are measured against.
+//! Redis clients are measured against. What it shows is what a general-purpose client adds to
+//! each call — typed commands, a reply parser for every RESP type and, in the async client, a
+//! multiplexer driven by a runtime — in exchange for the features the minimal clients give up.
+//! Compare its sync client with `raw-tcp`, and its `pipe()` with `buffered`.
 //!
 //! Two clients, both configured the way its documentation shows:
 //!
@@ -40,14 +43,10 @@
 use std::io;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Limitation, Options, Result,
-    Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Options, Result, Transport,
 };
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, RedisError};
-
-/// No kit behaviour is out of reach for redis-rs.
-const LIMITATIONS: &[Limitation] = &[];
 
 /// What redis-rs 1.8.1 gets wrong on a hostile server (both connections share the parser). The
 /// conformance crate's hostile-server test asserts each outcome.
@@ -68,7 +67,8 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     summary: "redis 1.8 sync Connection (get_connection_with_timeout + socket read/write timeouts), \
               typed Commands, default features without TLS",
     pipelining: "pipelined: one redis::pipe() with .ignore() per SET, written whole, then all replies read",
-    limitations: LIMITATIONS,
+    // No kit behaviour is out of reach for it.
+    limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
     connect: connect_sync_boxed,
@@ -83,7 +83,8 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     summary: "redis 1.8 MultiplexedConnection (tokio-comp, connection/response timeouts from Options), \
               block_on on an owned current-thread runtime per call",
     pipelining: "pipelined: one redis::pipe() with .ignore() per SET, sent through the multiplexer as one request",
-    limitations: LIMITATIONS,
+    // No kit behaviour is out of reach for it.
+    limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
     connect: connect_blocking_async_boxed,
@@ -91,10 +92,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
 pub fn url(endpoint: &Endpoint) -> String {
-    match endpoint {
-        Endpoint::Tcp(addr) => format!("redis://{addr}/"),
-        Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
-    }
+    endpoint.redis_url()
 }
 
 /// Maps a redis-rs error to the contract's error, by what happened rather than by message.
@@ -292,25 +290,4 @@ fn connect_blocking_async_boxed(endpoint: &Endpoint, options: &Options) -> Resul
     Ok(Box::new(BlockingAsyncRedis::connect(endpoint, options)?))
 }
 
-impl Client for BlockingAsyncRedis {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.runtime.block_on(self.inner.get(key))
-    }
-
-    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.runtime.block_on(self.inner.set(key, value))
-    }
-
-    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        self.runtime
-            .block_on(self.inner.set_ex(key, value, ttl_secs))
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        self.runtime.block_on(self.inner.delete(key))
-    }
-
-    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        self.runtime.block_on(self.inner.set_many(items))
-    }
-}
+kvbench_core::impl_client_by_blocking_on!(BlockingAsyncRedis);

@@ -5,15 +5,11 @@
 //! (1000 items read back on a second connection), an error reply that leaves the connection
 //! usable, and a silent server that must time out rather than hang.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::os::unix::net::UnixListener;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+use kvbench_core::{Backend, ClientSpec, Endpoint, Error, Options, Transport};
 use kvbench_lib_redis::{AsyncRedis, SPEC_ASYNC, SPEC_SYNC, url};
-use kvbench_servers::{Servers, StartOptions};
+use kvbench_servers::{Servers, StartOptions, script};
 
 /// How long a call against a silent server may take before it counts as hung: a guard, not a
 /// performance claim, far above the 300 ms timeouts so that a loaded machine does not trip it.
@@ -21,11 +17,6 @@ const HANG_GUARD: Duration = Duration::from_secs(10);
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
-}
-
-fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
-    (spec.connect)(endpoint, &Options::default())
-        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
 }
 
 /// An independent redis-rs connection to look at the server with.
@@ -36,68 +27,21 @@ fn reference(endpoint: &Endpoint) -> redis::Connection {
 }
 
 fn exercise(spec: &ClientSpec, transport: Transport) {
-    let servers = start();
-    let endpoint = servers
-        .endpoint(Backend::Redis, transport)
-        .expect("endpoint");
-    let mut client = connect(spec, &endpoint);
+    let (_servers, endpoint) = script::private_endpoint(Backend::Redis, transport);
+    let mut client = script::connect(spec, &endpoint);
     let mut reference = reference(&endpoint);
     let key = |name: &str| format!("{}:{transport}:{name}", spec.name).into_bytes();
 
-    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    script::round_trips(&mut *client, key);
 
-    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-    client.set(&key("k"), &binary).unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(binary),
-        "binary-safe hit"
-    );
-    client.set(&key("k"), b"").unwrap();
-    assert_eq!(
-        client.get(&key("k")).unwrap(),
-        Some(Vec::new()),
-        "empty value overwrites"
-    );
-    let large = vec![b'x'; 1 << 20];
-    client.set(&key("large"), &large).unwrap();
-    assert_eq!(
-        client.get(&key("large")).unwrap(),
-        Some(large),
-        "1 MiB value"
-    );
-
-    assert!(client.delete(&key("k")).unwrap(), "delete existing");
-    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
-    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
-
-    // A one-second key, for the expiry check at the end, and a 100-second key whose TTL is
-    // checked: it stays in range however slow the machine is, where a one-second key may show
-    // a TTL of 1 or 0, or be gone already.
-    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
-    client.set_ex(&key("ttl-long"), b"kept", 100).unwrap();
     let pttl: i64 = redis::cmd("PTTL")
         .arg(key("ttl-long"))
         .query(&mut reference)
         .unwrap();
-    assert!(
-        (50_000..=100_000).contains(&pttl),
-        "TTL as the server sees it: {pttl} ms, want at most 100 s"
-    );
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..])
-    );
+    script::assert_long_ttl(pttl);
 
-    let keys: Vec<Vec<u8>> = (0..1000).map(|i| key(&format!("many:{i}"))).collect();
-    let values: Vec<Vec<u8>> = (0..1000)
-        .map(|i| format!("value {i}").into_bytes())
-        .collect();
-    let items: Vec<(&[u8], &[u8])> = keys
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (&k[..], &v[..]))
-        .collect();
+    let (keys, values) = script::numbered(key, 1000);
+    let items = script::items(&keys, &values);
     client.set_many(&items).unwrap();
     let stored: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(&mut reference).unwrap();
     let expected: Vec<Option<Vec<u8>>> = values.into_iter().map(Some).collect();
@@ -108,77 +52,31 @@ fn exercise(spec: &ClientSpec, transport: Transport) {
         .arg("x")
         .query(&mut reference)
         .unwrap();
-    match client.get(&key("list")) {
-        Err(Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
-        other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
+    script::a_wrongtype_reply_keeps_the_connection(&mut *client, &key("list"));
+
+    let wait = Duration::from_millis(2100);
+    script::expires_within(&mut *client, key, wait);
+}
+
+#[test]
+fn sync_on_both_transports() {
+    for transport in Transport::ALL {
+        exercise(&SPEC_SYNC, *transport);
     }
-    assert_eq!(
-        client.get(&key("missing")).unwrap(),
-        None,
-        "usable after the error reply"
-    );
-    client.set(&key("after"), b"ok").unwrap();
-
-    // At least 2.1 s after the one-second key was stored (a slow machine only adds to it).
-    thread::sleep(Duration::from_millis(2100));
-    assert_eq!(client.get(&key("ttl")).unwrap(), None, "expired");
-    assert_eq!(
-        client.get(&key("ttl-long")).unwrap().as_deref(),
-        Some(&b"kept"[..]),
-        "the 100 s key outlives the 1 s key"
-    );
 }
 
 #[test]
-fn sync_over_tcp() {
-    exercise(&SPEC_SYNC, Transport::Tcp);
-}
-
-#[test]
-fn sync_over_unix() {
-    exercise(&SPEC_SYNC, Transport::Unix);
-}
-
-#[test]
-fn async_over_tcp() {
-    exercise(&SPEC_ASYNC, Transport::Tcp);
-}
-
-#[test]
-fn async_over_unix() {
-    exercise(&SPEC_ASYNC, Transport::Unix);
-}
-
-/// A server that accepts connections and never answers.
-fn silent_endpoints(dir: &tempfile::TempDir) -> Vec<Endpoint> {
-    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-    let tcp_addr = tcp.local_addr().unwrap().to_string();
-    let path = dir.path().join("silent.sock");
-    let unix = UnixListener::bind(&path).unwrap();
-    // Hold every accepted socket open and read (discard) what the client sends.
-    thread::spawn(move || {
-        for mut stream in tcp.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    thread::spawn(move || {
-        for mut stream in unix.incoming().flatten() {
-            thread::spawn(move || stream.read_to_end(&mut Vec::new()));
-        }
-    });
-    vec![Endpoint::Tcp(tcp_addr), Endpoint::Unix(path)]
+fn async_on_both_transports() {
+    for transport in Transport::ALL {
+        exercise(&SPEC_ASYNC, *transport);
+    }
 }
 
 #[test]
 fn silent_server_times_out_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let short = Duration::from_millis(300);
-    let options = Options {
-        connect_timeout: short,
-        read_timeout: short,
-        write_timeout: short,
-    };
-    for endpoint in silent_endpoints(&dir) {
+    let options = Options::with_timeout(Duration::from_millis(300));
+    for endpoint in kvbench_servers::silent::silent_endpoints(dir.path()).unwrap() {
         for spec in [SPEC_SYNC, SPEC_ASYNC] {
             let started = Instant::now();
             // redis-rs talks during the handshake (`CLIENT SETINFO`), so connecting already
@@ -208,14 +106,6 @@ fn native_async_handle_works_in_any_runtime() {
             .await
             .unwrap();
         let mut clone = client.clone();
-        client.set(b"native", b"async").await.unwrap();
-        assert_eq!(
-            clone.get(b"native").await.unwrap().as_deref(),
-            Some(&b"async"[..])
-        );
-        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
-        clone.set_many(&items).await.unwrap();
-        assert_eq!(client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
-        assert!(client.delete(b"a").await.unwrap());
+        kvbench_servers::async_handles_share_a_connection!(client, clone);
     });
 }

@@ -1,7 +1,8 @@
-//! The sans-I/O half of the `memcached-text` client: recognising one memcached text reply in a
-//! byte slice. It is its own crate for the same reason as `kvbench-resp`: the codec is the part
-//! you can test exhaustively on byte literals and fuzz without a server, and the client crate
-//! stays about its I/O (it re-exports this crate as `kvbench_memcached_text::reply`).
+//! `kvbench-memcached-reply`: the sans-I/O reader of memcached text replies — bytes in, a reply
+//! or "need more" out — kept apart from the client so that it can be tested on byte literals and
+//! fuzzed without a server. It gives up nothing at run time and leaves every `read` to
+//! `memcached-text` (which re-exports it as `kvbench_memcached_text::reply`). Compare it with
+//! `kvbench-resp`, the same idea for RESP.
 //!
 //! [`decode`] is given the bytes received so far and answers one of three things: a complete reply
 //! of `n` bytes (`Ok(Some((reply, n)))`), "need more bytes" (`Ok(None)`, a normal outcome, not an
@@ -13,6 +14,7 @@
 //!
 //! Every length the peer claims is checked before the caller can allocate for it: a line is at
 //! most [`MAX_LINE_LEN`] bytes, a value at most [`MAX_VALUE_LEN`].
+#![deny(missing_docs)]
 
 use std::ops::Range;
 

@@ -9,21 +9,13 @@ use proptest::prelude::*;
 
 /// Decodes a reply that must be complete and exactly `buf` long.
 fn complete(buf: &[u8]) -> Reply {
-    match decode(buf) {
-        Ok(Some((reply, len))) => {
-            assert_eq!(
-                len,
-                buf.len(),
-                "reply length for {:?}",
-                buf.escape_ascii().to_string()
-            );
-            reply
-        }
-        other => panic!(
-            "{:?}: want a complete reply, got {other:?}",
-            buf.escape_ascii().to_string()
-        ),
-    }
+    let shown = buf.escape_ascii().to_string();
+    let outcome = decode(buf);
+    let Ok(Some((reply, len))) = outcome else {
+        panic!("{shown:?}: want a complete reply, got {outcome:?}");
+    };
+    assert_eq!(len, buf.len(), "reply length for {shown:?}");
+    reply
 }
 
 fn error_of(buf: &[u8]) -> ReplyError {
@@ -280,17 +272,8 @@ fn trailer_is_checked_byte_by_byte_as_it_arrives() {
     assert_eq!(trailer_complete(b"x"), Err(ReplyError::MissingEnd));
 }
 
-/// Cases per property: 256 in `make test`; `KVBENCH_FUZZ_CASES=N` (set by `make fuzz`, see
-/// crates/resp/FUZZING.md) runs N.
-fn cases() -> u32 {
-    std::env::var("KVBENCH_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(256)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(kvbench_servers::script::property_cases(256)))]
 
     #[test]
     fn never_panics_and_never_claims_more_than_it_was_given(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {

@@ -1,5 +1,9 @@
-//! A minimal hand-written client for memcached's **text protocol**: what it takes to carry binary
-//! values over a line-based protocol, and what reading every reply costs and buys.
+//! `memcached-text`: a hand-written client for memcached's text protocol — binary values carried
+//! in a line-based protocol by announcing their length, and every reply read (no `noreply`) so
+//! that the stream stays in step and every failure is seen. It gives up keys holding spaces or
+//! control bytes (refused before sending), CAS, flags and multi-key gets. Compare it with
+//! `raw-tcp` (RESP length-prefixes keys too, so it refuses nothing) and with the `memcache`
+//! library (`lib-memcache`).
 //!
 //! # What it teaches
 //!
@@ -62,7 +66,7 @@
 
 pub use kvbench_memcached_reply as reply;
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
@@ -70,7 +74,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result,
+    Transport,
 };
 
 use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
@@ -151,11 +156,11 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStr
 pub struct TextClient<S> {
     stream: S,
     /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
-    wbuf: Vec<u8>,
+    write_buf: Vec<u8>,
     /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
-    input: ReadBuffer,
+    read_buf: ReadBuffer,
     /// Set by the first error that leaves the stream out of sync; the connection is not reused.
-    broken: Option<String>,
+    broken: Broken,
 }
 
 impl<S: Read + Write> TextClient<S> {
@@ -163,9 +168,9 @@ impl<S: Read + Write> TextClient<S> {
     pub fn new(stream: S) -> Self {
         TextClient {
             stream,
-            wbuf: Vec::with_capacity(1024),
-            input: ReadBuffer::new(READ_BUF_LEN),
-            broken: None,
+            write_buf: Vec::with_capacity(1024),
+            read_buf: ReadBuffer::new(READ_BUF_LEN),
+            broken: Broken::default(),
         }
     }
 
@@ -173,7 +178,7 @@ impl<S: Read + Write> TextClient<S> {
     /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
     /// per-read timeout; the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.input.set_reply_timeout(limit);
+        self.read_buf.set_reply_timeout(limit);
     }
 
     /// The underlying stream, for socket options or for counting what the client did.
@@ -183,51 +188,26 @@ impl<S: Read + Write> TextClient<S> {
 
     /// True once an error has left the connection out of sync; every call then fails at once.
     pub fn is_broken(&self) -> bool {
-        self.broken.is_some()
+        self.broken.is_broken()
     }
 
     /// Runs one exchange; an error that leaves the stream out of sync marks the connection broken.
     fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        if let Some(reason) = &self.broken {
-            let msg = format!("connection unusable after an earlier error: {reason}");
-            return Err(Error::Io(io::Error::new(io::ErrorKind::NotConnected, msg)));
-        }
+        self.broken.check()?;
         let result = op(self);
-        if let Err(err) = &result
-            && err.breaks_connection()
-        {
-            self.broken = Some(err.to_string());
-        }
-        result
-    }
-
-    /// Appends one command, part by part, to the write buffer.
-    fn encode(&mut self, parts: &[&[u8]]) {
-        for part in parts {
-            self.wbuf.extend_from_slice(part);
-        }
-    }
-
-    fn encode_set(&mut self, key: &[u8], value: &[u8], exptime: u64) {
-        let (mut exptime_text, mut len_text) = (itoa::Buffer::new(), itoa::Buffer::new());
-        let exptime = exptime_text.format(exptime).as_bytes();
-        let len = len_text.format(value.len()).as_bytes();
-        // set <key> 0 <exptime> <bytes>\r\n<data>\r\n
-        self.encode(&[
-            b"set ", key, b" 0 ", exptime, b" ", len, b"\r\n", value, b"\r\n",
-        ]);
+        self.broken.note(result)
     }
 
     /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
     fn send(&mut self) -> Result<()> {
-        self.stream.write_all(&self.wbuf)?;
-        self.wbuf.clear();
+        self.stream.write_all(&self.write_buf)?;
+        self.write_buf.clear();
         Ok(())
     }
 
     /// Sends a one-line command about `key` and reads the reply line.
     fn command(&mut self, key: &[u8], line: &[&[u8]]) -> Result<Reply> {
-        self.encode(line);
+        encode_line(&mut self.write_buf, line);
         self.send()?;
         self.read_line(key)
     }
@@ -243,9 +223,9 @@ impl<S: Read + Write> TextClient<S> {
     /// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since
     /// keys and lengths are checked before sending, neither should happen.
     fn read_line(&mut self, key: &[u8]) -> Result<Reply> {
-        self.input.start_reply();
+        self.read_buf.start_reply();
         loop {
-            let pending = self.input.pending();
+            let pending = self.read_buf.pending();
             if let Some((reply, len)) = reply::parse_line(pending)? {
                 let text = |msg: Range<usize>| pending[msg].escape_ascii().to_string();
                 let result = match reply {
@@ -259,21 +239,21 @@ impl<S: Read + Write> TextClient<S> {
                     }
                     other => Ok(other),
                 };
-                self.input.consume(len);
+                self.read_buf.consume(len);
                 return result;
             }
-            self.input.fill(&mut self.stream)?;
+            self.read_buf.fill(&mut self.stream)?;
         }
     }
 
     /// `<data>\r\nEND\r\n` after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`]
     /// by the decoder): the data is found by its count and goes into a `Vec` of exactly that size.
     fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
-        let value = self.input.take_value(&mut self.stream, len)?;
-        while !reply::trailer_complete(self.input.pending())? {
-            self.input.fill(&mut self.stream)?;
+        let value = self.read_buf.take_value(&mut self.stream, len)?;
+        while !reply::trailer_complete(self.read_buf.pending())? {
+            self.read_buf.fill(&mut self.stream)?;
         }
-        self.input.consume(VALUE_TRAILER.len());
+        self.read_buf.consume(VALUE_TRAILER.len());
         Ok(value)
     }
 
@@ -289,7 +269,7 @@ impl<S: Read + Write> TextClient<S> {
         check_key(key)?;
         check_value(value)?;
         self.exchange(|c| {
-            c.encode_set(key, value, exptime);
+            encode_set(&mut c.write_buf, key, value, exptime);
             c.send()?;
             c.read_stored(key)
         })
@@ -306,8 +286,8 @@ impl<S: Read + Write> TextClient<S> {
         // Items [unread..sent) are written but their replies not read; [sent..=i] are encoded.
         let (mut unread, mut sent) = (0, 0);
         for (i, (key, value)) in items.iter().enumerate() {
-            self.encode_set(key, value, 0);
-            let chunk_full = self.wbuf.len() >= CHUNK_LEN || i + 1 - sent >= CHUNK_ITEMS;
+            encode_set(&mut self.write_buf, key, value, 0);
+            let chunk_full = self.write_buf.len() >= CHUNK_LEN || i + 1 - sent >= CHUNK_ITEMS;
             if !chunk_full && i + 1 < items.len() {
                 continue;
             }
@@ -371,6 +351,26 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         }
         self.exchange(|c| c.pipeline(items))
     }
+}
+
+/// Appends one command, part by part, to the write buffer.
+fn encode_line(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
+    for part in parts {
+        write_buf.extend_from_slice(part);
+    }
+}
+
+/// Appends `set <key> 0 <exptime> <bytes>\r\n<data>\r\n`.
+fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u64) {
+    let (mut exptime_text, mut len_text) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let exptime = exptime_text.format(exptime).as_bytes();
+    let len = len_text.format(value.len()).as_bytes();
+    encode_line(
+        write_buf,
+        &[
+            b"set ", key, b" 0 ", exptime, b" ", len, b"\r\n", value, b"\r\n",
+        ],
+    );
 }
 
 /// A well-formed reply that belongs to another command: replies and commands no longer line up.

@@ -322,13 +322,10 @@ fn set_many_a_million(transport: Transport) {
 }
 
 #[test]
-fn set_many_a_million_over_tcp() {
-    set_many_a_million(Transport::Tcp);
-}
-
-#[test]
-fn set_many_a_million_over_unix() {
-    set_many_a_million(Transport::Unix);
+fn set_many_a_million_on_both_transports() {
+    for transport in Transport::ALL {
+        set_many_a_million(*transport);
+    }
 }
 
 #[test]

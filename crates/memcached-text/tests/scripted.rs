@@ -284,15 +284,8 @@ fn any_key() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-fn fuzz_cases() -> u32 {
-    std::env::var("KVBENCH_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1_000)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
+    #![proptest_config(ProptestConfig::with_cases(kvbench_servers::script::property_cases(1_000)))]
 
     /// Every command either is refused with nothing written, or is exactly one command that
     /// reads back as the same key (and value): no key can smuggle in a second command.

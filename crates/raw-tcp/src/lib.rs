@@ -1,5 +1,8 @@
-//! `raw-tcp`: the smallest honest Redis client — a blocking socket, one reused buffer each way,
-//! one `write` per command, and a reply parsed just enough.
+//! `raw-tcp`: the smallest honest Redis client — one `write` and one `read` per command, nothing
+//! allocated but the value returned. It gives up pipelining: a million SETs are a million round
+//! trips. Compare it with `buffered` (the same connection, pipelined) and with
+//! `raw-tcp/per-token`, which writes the same command token by token and pays for it in system
+//! calls and, with Nagle on, in delayed ACKs.
 //!
 //! **What it teaches.** A request/response round trip on loopback costs a few microseconds, and
 //! almost all of it is the kernel: one `write`, one `read`, two context switches. A client that
@@ -26,31 +29,59 @@
 //! command for tens of milliseconds. The `raw-tcp/per-token*` and `raw-tcp/nagle` specs exist so
 //! the benchmark can show it.
 //!
-//! The connection type is generic over the stream, so `raw-unix` reuses it unchanged; the reply
-//! reader ([`read_head`] and [`read_bulk`], in [`reader`]) is shared with `inline` and `buffered`
-//! too. It parses replies in a [`ReadBuffer`], the read buffer and whole-reply deadline from
-//! `kvbench-core` that `memcached-text` uses as well.
+//! **How to read it.** The connection itself is [`kvbench_resp::blocking::Connection`], generic
+//! over the stream (so `raw-unix` reuses it unchanged) and over how a command is encoded (so
+//! `inline` does too). Open `crates/resp/src/blocking.rs` first: a command is encoded and written
+//! by its [`Encoding`], the reply header read by `read_head`, a bulk value by `read_bulk`, straight
+//! into a `Vec` of the announced size. What is left here is this crate's own lesson: the two ways
+//! of writing a command ([`WriteStrategy`]) and the four specs that measure them.
 #![deny(missing_docs)]
 
-pub mod reader;
-
-use std::io::{self, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
 };
+use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
-pub use crate::reader::{Head, READ_BUF_LEN, read_bulk, read_head};
-
-/// How a command reaches the socket.
+/// How a command reaches the socket: this crate's [`Encoding`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteStrategy {
-    /// Encode the whole command into one buffer, then one `write`. The default.
+    /// Encode the whole command into one buffer, then one `write` ([`MultiBulk`]). The default.
     PerCommand,
     /// One `write` per protocol token (`*3\r\n`, `$3\r\n`, `SET`, `\r\n`, ...): the naive way.
     PerToken,
+}
+
+impl Encoding for WriteStrategy {
+    fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
+        if *self == WriteStrategy::PerCommand {
+            return MultiBulk.send(stream, write_buf, args);
+        }
+        // *<n>\r\n then, per argument, $<len>\r\n, <bytes>, \r\n — each its own write.
+        write_token(stream, write_buf, b'*', args.len())?;
+        for arg in args {
+            write_token(stream, write_buf, b'$', arg.len())?;
+            stream.write_all(arg)?;
+            stream.write_all(b"\r\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `<prefix><n>\r\n` with a `write` of its own.
+fn write_token(
+    stream: &mut impl Write,
+    write_buf: &mut Vec<u8>,
+    prefix: u8,
+    n: usize,
+) -> Result<()> {
+    write_buf.clear();
+    write_buf.push(prefix);
+    write_buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
+    Ok(stream.write_all(write_buf)?)
 }
 
 /// Socket-level settings of a connection.
@@ -58,7 +89,7 @@ pub enum WriteStrategy {
 pub struct Config {
     /// How commands are written.
     pub strategy: WriteStrategy,
-    /// Set `TCP_NODELAY` (disable Nagle's algorithm). Ignored for Unix sockets.
+    /// Set `TCP_NODELAY` (disable Nagle's algorithm).
     pub nodelay: bool,
 }
 
@@ -71,137 +102,9 @@ impl Default for Config {
     }
 }
 
-/// A RESP2 connection over any byte stream.
-pub struct RawConnection<S> {
-    stream: S,
-    strategy: WriteStrategy,
-    /// Reused for every command: encoding never allocates once it has grown.
-    write_buf: Vec<u8>,
-    /// Reused for every reply; also bounds the time one whole reply may take to arrive.
-    reader: ReadBuffer,
-    /// Set after an error that leaves us unsure where the next reply starts.
-    broken: bool,
-}
-
-impl<S: Read + Write> RawConnection<S> {
-    /// Wraps a connected stream (timeouts are the caller's to set on it).
-    pub fn new(stream: S, strategy: WriteStrategy) -> Self {
-        RawConnection {
-            stream,
-            strategy,
-            write_buf: Vec::with_capacity(256),
-            reader: ReadBuffer::new(READ_BUF_LEN),
-            broken: false,
-        }
-    }
-
-    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
-    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
-    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
-    pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.reader.set_reply_timeout(limit);
-    }
-
-    /// The underlying stream.
-    pub fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// Sends one command and reads its reply header; marks the connection broken on any error
-    /// that can leave it out of sync.
-    fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
-        if self.broken {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "connection marked broken by an earlier error",
-            )));
-        }
-        self.reader.start_reply();
-        let result = self
-            .send(args)
-            .and_then(|()| read_head(&mut self.reader, &mut self.stream));
-        if let Err(err) = &result {
-            self.broken |= err.breaks_connection();
-        }
-        result
-    }
-
-    fn send(&mut self, args: &[&[u8]]) -> Result<()> {
-        match self.strategy {
-            WriteStrategy::PerCommand => {
-                self.write_buf.clear();
-                kvbench_resp::encode_command(&mut self.write_buf, args);
-                self.stream.write_all(&self.write_buf)?;
-            }
-            WriteStrategy::PerToken => {
-                // *<n>\r\n then, per argument, $<len>\r\n, <bytes>, \r\n — each its own write.
-                self.write_token(b'*', args.len())?;
-                for arg in args {
-                    self.write_token(b'$', arg.len())?;
-                    self.stream.write_all(arg)?;
-                    self.stream.write_all(b"\r\n")?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn write_token(&mut self, prefix: u8, n: usize) -> Result<()> {
-        self.write_buf.clear();
-        self.write_buf.push(prefix);
-        self.write_buf
-            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-        self.write_buf.extend_from_slice(b"\r\n");
-        Ok(self.stream.write_all(&self.write_buf)?)
-    }
-
-    fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
-        match self.call(args)? {
-            Head::Simple => Ok(()),
-            other => Err(self.unexpected(other, "a status reply")),
-        }
-    }
-
-    /// Turns an error reply into [`Error::Server`]; anything else is a reply we did not ask
-    /// for, and we no longer know where the next one starts.
-    fn unexpected(&mut self, head: Head, wanted: &str) -> Error {
-        let err = head.unexpected(wanted);
-        self.broken |= err.breaks_connection();
-        err
-    }
-}
-
-impl<S: Read + Write + Send> Client for RawConnection<S> {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(&[b"GET", key])? {
-            Head::Bulk(None) => Ok(None),
-            Head::Bulk(Some(len)) => {
-                let value = read_bulk(&mut self.reader, &mut self.stream, len);
-                if value.is_err() {
-                    self.broken = true;
-                }
-                value.map(Some)
-            }
-            other => Err(self.unexpected(other, "a bulk reply")),
-        }
-    }
-
-    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.expect_ok(&[b"SET", key, value])
-    }
-
-    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let mut ttl = itoa::Buffer::new();
-        self.expect_ok(&[b"SET", key, value, b"EX", ttl.format(ttl_secs).as_bytes()])
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        match self.call(&[b"DEL", key])? {
-            Head::Integer(removed) => Ok(removed > 0),
-            other => Err(self.unexpected(other, "an integer reply")),
-        }
-    }
-}
+/// The connection of `raw-tcp` and `raw-unix`: the shared RESP connection, written by a
+/// [`WriteStrategy`].
+pub type RawConnection<S> = Connection<S, WriteStrategy>;
 
 /// Connects over TCP with the given socket settings.
 pub fn connect_tcp(
@@ -209,10 +112,7 @@ pub fn connect_tcp(
     options: &Options,
     config: Config,
 ) -> Result<RawConnection<TcpStream>> {
-    let stream = kvbench_core::connect_tcp_stream(addr, options, config.nodelay)?;
-    let mut connection = RawConnection::new(stream, config.strategy);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    kvbench_resp::blocking::connect_tcp(addr, options, config.nodelay, config.strategy)
 }
 
 fn connect_with(endpoint: &Endpoint, options: &Options, config: Config) -> Result<Box<dyn Client>> {

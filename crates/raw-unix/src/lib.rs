@@ -1,4 +1,6 @@
-//! `raw-unix`: the `raw-tcp` client over a Unix domain socket — and nothing else changed.
+//! `raw-unix`: the `raw-tcp` client over a Unix domain socket — and nothing else changed. It
+//! shows what TCP itself costs on a loopback round trip; it gives up reach (a Unix socket only
+//! works on the same machine). Compare it with `raw-tcp`.
 //!
 //! **What it teaches.** How much of a loopback round trip is TCP itself. A Unix stream socket
 //! skips the TCP/IP stack (no checksums, no segmentation, no ACKs, no Nagle), so the same bytes
@@ -20,35 +22,25 @@
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
-};
+use kvbench_core::{Client, ClientSpec, Endpoint, Error, Options, Result, Transport};
 use kvbench_raw_tcp::{RawConnection, WriteStrategy};
 
 /// Connects to a Redis Unix socket. Reads and writes get the usual timeouts;
 /// [`Options::connect_timeout`] is not applied (see the crate docs).
 pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<UnixStream>> {
-    let stream = kvbench_core::connect_unix_stream(path, options)?;
-    let mut connection = RawConnection::new(stream, WriteStrategy::PerCommand);
-    connection.set_reply_timeout(Some(options.read_timeout));
-    Ok(connection)
+    kvbench_resp::blocking::connect_unix(path, options, WriteStrategy::PerCommand)
 }
 
-/// The client as the suite lists it.
+/// The client as the suite lists it: `raw-tcp`'s spec with another name, transport and connect.
 pub const SPEC: ClientSpec = ClientSpec {
     name: "raw-unix",
-    backend: Backend::Redis,
     transports: &[Transport::Unix],
-    kind: Kind::HandWritten,
     summary: "raw-tcp's connection type over a Unix socket: only the transport differs",
-    pipelining: "none: one round trip per item (the contract's default loop)",
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
     connect: |endpoint, options| match endpoint {
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?) as Box<dyn Client>),
         Endpoint::Tcp(_) => Err(Error::Unsupported(
             "raw-unix speaks Unix sockets only; use raw-tcp".into(),
         )),
     },
+    ..kvbench_raw_tcp::SPEC
 };

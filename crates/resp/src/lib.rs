@@ -1,4 +1,11 @@
-//! A small RESP2 codec with no I/O in it: bytes in, replies out; commands in, bytes out.
+//! A small RESP2 codec with no I/O in it — bytes in, replies out; commands in, bytes out — and,
+//! in [`blocking`], the one blocking connection the hand-written Redis clients are built on.
+//!
+//! **What it teaches.** Parsing kept apart from I/O: every wire form, every malformed length and
+//! every reply cut at every byte is tested on byte literals, with no server. What it gives up:
+//! RESP3, and saved state between calls (a reply is rescanned from its start as bytes arrive).
+//! Read it before `raw-tcp`, the first client; compare it with `kvbench-memcached-reply`, the same
+//! idea for memcached's text replies.
 //!
 //! The hand-written Redis clients (`kvbench-raw-tcp`, `kvbench-raw-unix`, `kvbench-buffered`,
 //! `kvbench-inline`) share this crate, so they differ only in how they move bytes — which is what
@@ -67,6 +74,8 @@
 //! Compare with `kvbench-lib-redis`, whose library (redis-rs) parses the same bytes with parser
 //! combinators and partial-parse state.
 #![deny(missing_docs)]
+
+pub mod blocking;
 
 // ---------------------------------------------------------------------------------------------
 // Limits
@@ -472,12 +481,12 @@ fn reply_at(buf: &[u8], start: usize, depth: usize) -> Result<Option<(Reply, usi
 /// `$<len>\r\n<arg>\r\n` for each argument. Any bytes may be in an argument.
 ///
 /// Nothing is checked: Redis itself refuses an argument longer than its `proto-max-bulk-len`.
-pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+pub fn encode_command(write_buf: &mut Vec<u8>, args: &[&[u8]]) {
     // *<n>\r\n
-    put_number_line(out, b'*', args.len());
+    put_number_line(write_buf, b'*', args.len());
     for arg in args {
         // $<len>\r\n<arg>\r\n
-        put_bulk(out, arg);
+        put_bulk(write_buf, arg);
     }
 }
 
@@ -486,50 +495,50 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 ///
 /// Simple strings and errors are written as given: one holding `\r` or `\n` produces bytes that do
 /// not decode to the same reply (a real server replaces them before replying).
-pub fn encode_reply(out: &mut Vec<u8>, reply: &Reply) {
+pub fn encode_reply(write_buf: &mut Vec<u8>, reply: &Reply) {
     match reply {
         // +<text>\r\n
-        Reply::Simple(text) => put_text_line(out, b'+', text),
+        Reply::Simple(text) => put_text_line(write_buf, b'+', text),
         // -<text>\r\n
-        Reply::Error(text) => put_text_line(out, b'-', text),
+        Reply::Error(text) => put_text_line(write_buf, b'-', text),
         // :<i64>\r\n
-        Reply::Integer(n) => put_number_line(out, b':', *n),
+        Reply::Integer(n) => put_number_line(write_buf, b':', *n),
         // $<len>\r\n<data>\r\n
-        Reply::Bulk(Some(data)) => put_bulk(out, data),
+        Reply::Bulk(Some(data)) => put_bulk(write_buf, data),
         // $-1\r\n
-        Reply::Bulk(None) => out.extend_from_slice(b"$-1\r\n"),
+        Reply::Bulk(None) => write_buf.extend_from_slice(b"$-1\r\n"),
         // *<n>\r\n<n replies>
         Reply::Array(Some(items)) => {
-            put_number_line(out, b'*', items.len());
+            put_number_line(write_buf, b'*', items.len());
             for item in items {
-                encode_reply(out, item);
+                encode_reply(write_buf, item);
             }
         }
         // *-1\r\n
-        Reply::Array(None) => out.extend_from_slice(b"*-1\r\n"),
+        Reply::Array(None) => write_buf.extend_from_slice(b"*-1\r\n"),
     }
 }
 
 /// `<type byte><decimal>\r\n`, the number formatted by `itoa` on the stack (no `format!`, no
 /// allocation).
-fn put_number_line(out: &mut Vec<u8>, type_byte: u8, n: impl itoa::Integer) {
-    out.push(type_byte);
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
+fn put_number_line(write_buf: &mut Vec<u8>, type_byte: u8, n: impl itoa::Integer) {
+    write_buf.push(type_byte);
+    write_buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
 }
 
 /// `<type byte><text>\r\n`
-fn put_text_line(out: &mut Vec<u8>, type_byte: u8, text: &[u8]) {
-    out.push(type_byte);
-    out.extend_from_slice(text);
-    out.extend_from_slice(b"\r\n");
+fn put_text_line(write_buf: &mut Vec<u8>, type_byte: u8, text: &[u8]) {
+    write_buf.push(type_byte);
+    write_buf.extend_from_slice(text);
+    write_buf.extend_from_slice(b"\r\n");
 }
 
 /// `$<len>\r\n<data>\r\n`
-fn put_bulk(out: &mut Vec<u8>, data: &[u8]) {
-    put_number_line(out, b'$', data.len());
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\r\n");
+fn put_bulk(write_buf: &mut Vec<u8>, data: &[u8]) {
+    put_number_line(write_buf, b'$', data.len());
+    write_buf.extend_from_slice(data);
+    write_buf.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

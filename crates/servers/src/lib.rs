@@ -6,6 +6,10 @@
 //! command lines for the report, and a key prefix that keeps the suite's keys apart from anyone
 //! else's. The harness, not each test, owns this setup (see the sibling `kvbench-conformance`).
 //!
+//! Two servers that are not processes serve the clients' own tests: [`script`] plays replies
+//! from bytes in memory (for unit tests and fuzz targets), [`silent`] accepts connections and never
+//! answers (for timeouts).
+//!
 //! # Private or external
 //!
 //! By default both servers are private: children of this process, not daemonized, in a fresh
@@ -45,6 +49,8 @@
 
 mod probe;
 mod process;
+pub mod script;
+pub mod silent;
 mod url;
 
 use std::ffi::OsString;

@@ -128,8 +128,8 @@ const LIB_MEMCACHE: &str = "crates/lib-memcache/src/lib.rs";
 
 /// `raw-tcp`'s `get` (the shared `RawConnection`, also `raw-unix`'s).
 const RAW_GET: CodeRef = CodeRef {
-    path: RAW_TCP,
-    anchors: &["Client for RawConnection", "fn get("],
+    path: "crates/resp/src/blocking.rs",
+    anchors: &["Client for Connection", "fn get("],
     extent: Extent::Item,
     what: "`raw-tcp` and `raw-unix`: one write, one read of the header, the bulk read straight into a `Vec` of the announced size",
 };

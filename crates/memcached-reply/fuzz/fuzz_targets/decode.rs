@@ -3,7 +3,7 @@
 //! `parse_line` about the reply line.
 #![no_main]
 
-use kvbench_memcached_text::reply::{MAX_VALUE_LEN, Reply, VALUE_TRAILER, decode, parse_line};
+use kvbench_memcached_reply::{MAX_VALUE_LEN, Reply, VALUE_TRAILER, decode, parse_line};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {

@@ -1,0 +1,220 @@
+//! [`Script`]: a server played from bytes in memory, for the clients' unit tests and fuzz targets.
+//!
+//! Every hand-written client is generic over its stream, so a test can hand it a [`Script`]
+//! instead of a socket and decide exactly how the replies arrive: whole, or cut into reads of a
+//! few bytes at every offset. [`after_a_break_nothing_is_sent`] is the property every client's
+//! fuzz target checks with it.
+
+use std::io::{self, Read, Write};
+
+use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+
+use crate::{Servers, StartOptions};
+
+/// Replays `replies` at most `step` bytes per `read` (then end of stream), and counts the reads,
+/// the writes and the bytes written.
+#[derive(Debug, Clone)]
+pub struct Script<'a> {
+    /// What the "server" has still to send.
+    pub replies: &'a [u8],
+    /// Most bytes one `read` returns (1 = trickle).
+    pub step: usize,
+    /// `read` calls so far.
+    pub reads: usize,
+    /// `write` calls so far.
+    pub writes: usize,
+    /// Bytes written so far.
+    pub written: usize,
+}
+
+impl<'a> Script<'a> {
+    /// A script that hands out `replies` `step` bytes at a time (`step` 0 counts as 1).
+    pub fn new(replies: &'a [u8], step: usize) -> Self {
+        Script {
+            replies,
+            step: step.max(1),
+            reads: 0,
+            writes: 0,
+            written: 0,
+        }
+    }
+}
+
+impl Read for Script<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        let n = self.step.min(buf.len()).min(self.replies.len());
+        buf[..n].copy_from_slice(&self.replies[..n]);
+        self.replies = &self.replies[n..];
+        Ok(n)
+    }
+}
+
+impl Write for Script<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writes += 1;
+        self.written += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Calls every method of `client` in turn (`get`, `set`, `set_many`, `delete`, `set_ex`), each
+/// of which must return; once one has broken the connection, checks that every later call fails
+/// without writing a byte (`written` reads the client's byte count). Panics otherwise.
+pub fn after_a_break_nothing_is_sent<C: Client>(client: &mut C, written: impl Fn(&mut C) -> usize) {
+    let items: [(&[u8], &[u8]); 3] = [(b"a", b"1"), (b"k", b"22"), (b"c", b"")];
+    let mut broken_at = None;
+    for round in 0..5 {
+        let result = match round {
+            0 => client.get(b"k").map(drop),
+            1 => client.set(b"k", b"v"),
+            2 => client.set_many(&items),
+            3 => client.delete(b"k").map(drop),
+            _ => client.set_ex(b"k", b"v", 10),
+        };
+        if let Some(before) = broken_at {
+            assert!(result.is_err(), "a broken connection answered {result:?}");
+            assert_eq!(written(client), before, "a broken connection wrote");
+        } else if let Err(err) = result
+            && err.breaks_connection()
+        {
+            broken_at = Some(written(client));
+        }
+    }
+}
+
+/// How many cases a property test runs: `default` in `make test`, or `KVBENCH_FUZZ_CASES` when
+/// set (`make fuzz` sets it; see `crates/resp/FUZZING.md`).
+pub fn property_cases(default: u32) -> u32 {
+    std::env::var("KVBENCH_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `keys` and `values` paired into the items [`Client::set_many`] takes.
+pub fn items<'a>(keys: &'a [Vec<u8>], values: &'a [Vec<u8>]) -> Vec<(&'a [u8], &'a [u8])> {
+    keys.iter()
+        .zip(values)
+        .map(|(k, v)| (&k[..], &v[..]))
+        .collect()
+}
+
+/// The round trips every client must get right, on the keys `key(name)` names: a miss, a
+/// binary-safe hit, an empty value overwriting it, a 1 MiB value, a delete of an existing and of
+/// a missing key, then `key("ttl")` stored for one second and read back before it expires.
+/// Panics at the first wrong answer.
+pub fn round_trips(client: &mut dyn Client, key: impl Fn(&str) -> Vec<u8>) {
+    assert_eq!(client.get(&key("missing")).unwrap(), None, "miss");
+    let binary: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    client.set(&key("k"), &binary).unwrap();
+    let hit = client.get(&key("k")).unwrap();
+    assert_eq!(hit, Some(binary), "binary-safe hit");
+    client.set(&key("k"), b"").unwrap();
+    let empty = client.get(&key("k")).unwrap();
+    assert_eq!(empty, Some(Vec::new()), "empty value overwrites");
+    let large = vec![b'x'; 1 << 20];
+    client.set(&key("large"), &large).unwrap();
+    assert_eq!(
+        client.get(&key("large")).unwrap(),
+        Some(large),
+        "1 MiB value"
+    );
+    assert!(client.delete(&key("k")).unwrap(), "delete existing");
+    assert!(!client.delete(&key("k")).unwrap(), "delete missing");
+    assert_eq!(client.get(&key("k")).unwrap(), None, "gone after delete");
+    // A one-second key for the expiry check at the end, and a 100-second key that is read back
+    // and whose TTL is checked: it stays in range however slow the machine is, where a
+    // one-second key may show a TTL of 1 or 0, or be gone already.
+    client.set_ex(&key("ttl"), b"soon gone", 1).unwrap();
+    client.set_ex(&key("ttl-long"), b"kept", 100).unwrap();
+    let before_expiry = client.get(&key("ttl-long")).unwrap();
+    assert_eq!(
+        before_expiry.as_deref(),
+        Some(&b"kept"[..]),
+        "before its TTL"
+    );
+}
+
+/// The TTL (ms) the server reports for [`round_trips`]' 100-second key: between 50 and 100 s,
+/// whatever the machine's speed.
+pub fn assert_long_ttl(pttl_ms: i64) {
+    assert!(
+        (50_000..=100_000).contains(&pttl_ms),
+        "TTL as the server sees it: {pttl_ms} ms, want at most 100 s"
+    );
+}
+
+/// `n` keys `key("many:<i>")` and values `value <i>`, for a `set_many` test.
+pub fn numbered(key: impl Fn(&str) -> Vec<u8>, n: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let keys = (0..n).map(|i| key(&format!("many:{i}"))).collect();
+    let values = (0..n).map(|i| format!("value {i}").into_bytes()).collect();
+    (keys, values)
+}
+
+/// For a Redis client: a GET on `list_key`, which must hold a list, is a `WRONGTYPE` error reply
+/// ([`Error::Server`]), and the connection is still usable after it.
+pub fn a_wrongtype_reply_keeps_the_connection(client: &mut dyn Client, list_key: &[u8]) {
+    match client.get(list_key) {
+        Err(Error::Server(message)) => assert!(message.contains("WRONGTYPE"), "{message}"),
+        other => panic!("GET on a list should be a WRONGTYPE server error, got {other:?}"),
+    }
+    let after = client.get(b"kvbench:surely-missing").unwrap();
+    assert_eq!(after, None, "usable after the error reply");
+}
+
+/// Waits `wait`, then checks that [`round_trips`]' one-second key is gone and its 100-second key
+/// is not (at least `wait` has passed; a slow machine only adds to it).
+pub fn expires_within(
+    client: &mut dyn Client,
+    key: impl Fn(&str) -> Vec<u8>,
+    wait: std::time::Duration,
+) {
+    std::thread::sleep(wait);
+    assert_eq!(
+        client.get(&key("ttl")).unwrap(),
+        None,
+        "still there after {wait:?}"
+    );
+    assert_eq!(
+        client.get(&key("ttl-long")).unwrap().as_deref(),
+        Some(&b"kept"[..]),
+        "the 100 s key outlives the 1 s key"
+    );
+}
+
+/// For an async library client: a value set through `$client` is read back through `$clone`
+/// (another handle on the same connection), and `set_many` and `delete` work through either. A
+/// macro rather than a function because the async libraries share no trait; expand it inside an
+/// `async` block.
+#[macro_export]
+macro_rules! async_handles_share_a_connection {
+    ($client:expr, $clone:expr) => {{
+        $client.set(b"native", b"async").await.unwrap();
+        let read_back = $clone.get(b"native").await.unwrap();
+        assert_eq!(read_back.as_deref(), Some(&b"async"[..]));
+        let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2")];
+        $clone.set_many(&items).await.unwrap();
+        assert_eq!($client.get(b"b").await.unwrap().as_deref(), Some(&b"2"[..]));
+        assert!($client.delete(b"a").await.unwrap());
+    }};
+}
+
+/// Private servers (see [`Servers::start_private`](crate::Servers::start_private)) and the
+/// endpoint of `backend` on `transport`, for a test that drives one client; keep the [`Servers`]
+/// alive as long as the endpoint is used. Panics if either cannot be had.
+pub fn private_endpoint(backend: Backend, transport: Transport) -> (Servers, Endpoint) {
+    let servers = Servers::start_private(&StartOptions::default()).expect("start private servers");
+    let endpoint = servers.endpoint(backend, transport).expect("endpoint");
+    (servers, endpoint)
+}
+
+/// Connects `spec` to `endpoint` with default options; panics, naming both, if it cannot.
+pub fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
+    (spec.connect)(endpoint, &Options::default())
+        .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
+}
