@@ -6,10 +6,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
-use crate::format::{self, html as esc};
-use crate::html;
+use serde::Serialize;
+
+use crate::format;
+use crate::model::run_id;
 use crate::results::{Kind, Results, Row, RowKey};
+use crate::tables::Td;
+use crate::{Error, template};
 use kvbench_results::verdict::{self as rule, Judgement};
 
 /// What a ratio means.
@@ -137,12 +140,7 @@ pub fn compare(a: &Results, b: &Results, a_id: &str, b_id: &str) -> Comparison {
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<Comparison, Error> {
     let a = Results::load(a_dir)?;
     let b = Results::load(b_dir)?;
-    Ok(compare(
-        &a,
-        &b,
-        &html::run_id(&a, a_dir),
-        &html::run_id(&b, b_dir),
-    ))
+    Ok(compare(&a, &b, &run_id(&a, a_dir), &run_id(&b, b_dir)))
 }
 
 fn compare_row(key: RowKey, a: &Row, b: &Row, noise: (Option<f64>, Option<f64>)) -> Compared {
@@ -173,6 +171,29 @@ fn compare_row(key: RowKey, a: &Row, b: &Row, noise: (Option<f64>, Option<f64>))
         verdict,
         key,
     }
+}
+
+/// What `templates/compare.html` shows.
+#[derive(Serialize)]
+struct ComparePage<'a> {
+    a_id: &'a str,
+    b_id: &'a str,
+    warning: Option<String>,
+    rule: &'static str,
+    tally: String,
+    mean: Option<String>,
+    rows: Vec<ComparedRow<'a>>,
+    only_in: [(&'static str, &'a Vec<(String, String)>); 2],
+}
+
+#[derive(Serialize)]
+struct ComparedRow<'a> {
+    class: &'static str,
+    cell: &'a str,
+    client: &'a str,
+    kind: &'static str,
+    cells: [Td; 3],
+    verdict: String,
 }
 
 fn ratio_text(ratio: Option<f64>) -> String {
@@ -300,75 +321,39 @@ impl Comparison {
 
     /// The comparison as a standalone HTML page (no links, so it can live in either folder).
     pub fn html(&self) -> String {
-        let mut body = format!(
-            "<h1>kvbench · compare <code>{}</code> → <code>{}</code></h1>\n",
-            esc(&self.a_id),
-            esc(&self.b_id),
-        );
-        if let Some(warning) = self.warning() {
-            let _ = writeln!(
-                body,
-                "<p class=\"warning\" id=\"not-comparable\">{}</p>",
-                esc(&warning)
-            );
-        }
-        let _ = write!(
-            body,
-            "<p>A = <code>{}</code>, B = <code>{}</code>. {}</p>\n<p>{}.",
-            esc(&self.a_id),
-            esc(&self.b_id),
-            esc(Self::RULE),
-            esc(&self.tally())
-        );
-        if let Some(mean) = self.geometric_mean() {
-            let _ = write!(
-                body,
-                " Geometric mean of B/A over the rows both runs measured: <strong>{}</strong>.",
-                esc(&ratio_text(Some(mean)))
-            );
-        }
-        body.push_str(
-            "</p>\n<table class=\"sortable\" id=\"comparison\">\n<thead><tr><th>cell</th>\
-             <th>client</th><th>kind</th><th data-type=\"num\">A ops/s</th>\
-             <th data-type=\"num\">B ops/s</th><th data-type=\"num\">B/A</th><th>verdict</th>\
-             </tr></thead>\n<tbody>\n",
-        );
-        for row in &self.rows {
-            let class = match &row.verdict {
-                Verdict::Faster => "faster",
-                Verdict::Slower => "slower",
-                Verdict::WithinNoise(_) | Verdict::Unknown(_) => "noise",
-                Verdict::NotMeasured(_) => "failed",
-            };
-            let verdict = row.verdict.text();
-            let _ = writeln!(
-                body,
-                "<tr class=\"{class}\"><td><code>{}</code></td><td>{}</td><td>{}</td>{}{}{}<td>{}</td></tr>",
-                esc(&row.cell),
-                esc(&row.key.client),
-                esc(row.kind.as_str()),
-                html::number_cell(row.a_ops, format::grouped),
-                html::number_cell(row.b_ops, format::grouped),
-                html::number_cell(row.ratio, |_| range_text(row.ratio, row.range)),
-                esc(&verdict)
-            );
-        }
-        body.push_str("</tbody></table>\n");
-        for (name, keys) in [("A", &self.only_in_a), ("B", &self.only_in_b)] {
-            if !keys.is_empty() {
-                let _ = writeln!(body, "<h2>Only in {name}</h2>\n<ul>");
-                for (cell, client) in keys {
-                    let _ = writeln!(body, "<li><code>{}</code> {}</li>", esc(cell), esc(client));
-                }
-                body.push_str("</ul>\n");
-            }
-        }
-        html::standalone(
-            &format!("kvbench · compare {} → {}", self.a_id, self.b_id),
-            "tr.faster td { background: #eaf7ea; } tr.slower td { background: #fdecea; } \
-             tr.noise td { color: #555; } tr.failed td { color: #b00020; } \
-             p.warning { background: #fff4e5; border-left: 4px solid #e67e00; padding: .5em 1em; }",
-            &body,
+        let rows = self
+            .rows
+            .iter()
+            .map(|row| ComparedRow {
+                class: match &row.verdict {
+                    Verdict::Faster => "faster",
+                    Verdict::Slower => "slower",
+                    Verdict::WithinNoise(_) | Verdict::Unknown(_) => "noise",
+                    Verdict::NotMeasured(_) => "failed",
+                },
+                cell: &row.cell,
+                client: &row.key.client,
+                kind: row.kind.as_str(),
+                cells: [
+                    Td::num(row.a_ops, format::grouped),
+                    Td::num(row.b_ops, format::grouped),
+                    Td::num(row.ratio, |_| range_text(row.ratio, row.range)),
+                ],
+                verdict: row.verdict.text(),
+            })
+            .collect();
+        template::render(
+            "compare.html",
+            &ComparePage {
+                a_id: &self.a_id,
+                b_id: &self.b_id,
+                warning: self.warning(),
+                rule: Self::RULE,
+                tally: self.tally(),
+                mean: self.geometric_mean().map(|mean| ratio_text(Some(mean))),
+                rows,
+                only_in: [("A", &self.only_in_a), ("B", &self.only_in_b)],
+            },
         )
     }
 

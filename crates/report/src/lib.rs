@@ -37,6 +37,8 @@ mod markdown;
 mod model;
 pub mod results;
 mod svg;
+mod tables;
+mod template;
 
 use std::fs;
 use std::io;
@@ -81,7 +83,7 @@ pub enum Error {
 /// `html` is inserted verbatim: the caller owns its escaping (use it for markup you generated,
 /// never for text straight from results.json). `title` is escaped; `id` is reduced to
 /// `[A-Za-z0-9-]` and prefixed with `lesson-`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Section {
     /// Anchor id (made safe, prefixed with `lesson-`).
     pub id: String,

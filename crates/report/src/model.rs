@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::check;
 use crate::format;
-use crate::results::{Backend, Kind, Op, Results, Row, Transport};
+use crate::results::{Backend, Kind, Op, Results, Row, Status, Transport};
 use kvbench_results::verdict::{self, Judgement};
 
 /// The baseline every cell's ratio column refers to: redis-benchmark, the benchmark tool shipped
@@ -378,4 +378,117 @@ pub fn backend_title(backend: Backend) -> &'static str {
         Backend::Redis => "Redis",
         Backend::Memcached => "memcached",
     }
+}
+
+/// The run id: from results.json, else the folder's name.
+pub fn run_id(results: &Results, dir: &Path) -> String {
+    if !results.run.id.is_empty() {
+        return results.run.id.clone();
+    }
+    dir.file_name()
+        .map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The run-level noise figure, for people.
+pub fn noise_text(results: &Results) -> String {
+    match results.noise() {
+        Some(noise) => format!(
+            "median spread {} over {} rows measured in {} runs (largest {}); no difference \
+             smaller than a row's spread is called a difference",
+            verdict::percent(noise.median_spread),
+            noise.rows,
+            results.run.repeat,
+            verdict::percent(noise.max_spread)
+        ),
+        None => "not measured (REPEAT=1): no faster side is named anywhere in this report; \
+                 run with REPEAT=3 to measure it"
+            .to_string(),
+    }
+}
+
+/// Several leaders: `inline, raw-tcp (indistinguishable in this run)`; one: its name.
+pub fn leader_names(leaders: &[&Row]) -> String {
+    let names: Vec<&str> = leaders.iter().map(|r| r.client.as_str()).collect();
+    match names.len() {
+        0 => "–".to_string(),
+        1 => names[0].to_string(),
+        _ => format!("{} (indistinguishable in this run)", names.join(", ")),
+    }
+}
+
+/// `failed`, `unsupported`, or `not timed` (an ok row without a throughput).
+pub fn status_word(row: &Row) -> &str {
+    match row.status {
+        Status::Ok => "not timed",
+        status => status.as_str(),
+    }
+}
+
+/// The style class of a row without a throughput: `failed` or `unsupported` (which also stands
+/// for "not timed": nothing went wrong).
+pub fn status_class(row: &Row) -> &'static str {
+    match row.status {
+        Status::Unsupported | Status::Ok => "unsupported",
+        Status::Failed => "failed",
+    }
+}
+
+impl Cell<'_> {
+    /// A row's throughput over redis-benchmark's in this cell, with the ratio's range:
+    /// `1.32× (1.26–1.37×)`, or `1.32× (1 run)` when a side was measured once; redis-benchmark's
+    /// own row (or a cell without it) gets the bare ratio.
+    pub fn baseline_ratio_text(&self, row: Option<&Row>) -> String {
+        let Some(row) = row else {
+            return "–".to_string();
+        };
+        if row.client == BASELINE_CLIENT || self.baseline.is_none() {
+            return format::opt(self.ratio_to_baseline(row), format::ratio);
+        }
+        match self
+            .against_baseline(row)
+            .map(|judged| (judged.ratio, judged.range))
+        {
+            Some((Some(ratio), Some((low, high)))) => format!(
+                "{}× ({}–{}×)",
+                format::significant(ratio, 3),
+                format::significant(low, 3),
+                format::significant(high, 3)
+            ),
+            Some((Some(ratio), None)) => format!("{}× (1 run)", format::significant(ratio, 3)),
+            _ => "–".to_string(),
+        }
+    }
+}
+
+/// The run's settings and machine, a (name, value) pair a line; empty values included.
+pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
+    let run = &results.run;
+    let mut rows = vec![
+        ("run id", run.id.clone()),
+        ("mode", run.mode.to_string()),
+        ("started", run.started_at.clone()),
+        ("finished", run.finished_at.clone().unwrap_or_default()),
+        ("duration", format::run_duration(run.duration_s)),
+        ("git sha", run.git_sha.clone()),
+        (
+            "machine",
+            format!("{}, {} logical CPUs", run.cpu_model, run.cores),
+        ),
+        ("kernel", run.kernel.clone()),
+        ("rustc", run.rustc.clone()),
+        ("placement", run.placement.describe()),
+        ("criterion args", run.criterion_args.clone()),
+        ("filters", run.filters.clone()),
+        (
+            "repeated runs",
+            format!(
+                "REPEAT={} (each repeated cell ran that many times, interleaved, against freshly \
+                 started servers); clients in a shuffled order per cell, seed {}",
+                run.repeat, run.order_seed
+            ),
+        ),
+        ("run-to-run noise", noise_text(results)),
+    ];
+    rows.extend(run.notes.iter().map(|note| ("note", note.clone())));
+    rows
 }

@@ -6,11 +6,17 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use crate::format;
-use crate::model::{Cell, DepthChart, DepthClient, series_name};
-use crate::results::{Kind, Row, Status};
+use crate::model::{Cell, DepthChart, DepthClient, series_name, status_class};
+use crate::results::{Kind, Row};
+
+// The lessons read this through this module.
+pub use crate::model::status_word;
 
 /// A drawn chart and how many bars it holds.
+#[derive(Serialize)]
 pub struct Chart {
     /// `<svg>…</svg>`.
     pub svg: String,
@@ -270,21 +276,6 @@ fn tooltip(row: &Row, ops: f64, interval: Option<(f64, f64)>) -> String {
         );
     }
     text
-}
-
-/// `failed`, `unsupported`, or `not timed` (an ok row without a throughput).
-pub fn status_word(row: &Row) -> &str {
-    match row.status {
-        Status::Ok => "not timed",
-        status => status.as_str(),
-    }
-}
-
-fn status_class(row: &Row) -> &'static str {
-    match row.status {
-        Status::Unsupported | Status::Ok => "unsupported",
-        Status::Failed => "failed",
-    }
 }
 
 /// 0, max/2 and max: enough to read a bar against, few enough to stay legible when narrow.

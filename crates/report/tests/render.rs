@@ -303,7 +303,20 @@ fn failed_and_unsupported_pairs_are_listed_with_reasons() {
     ] {
         assert!(section.contains(reason), "{reason}");
         assert!(summary.contains(reason), "{reason} in summary.md");
+        // In a cost table, a status word in the cell and the reason in a note under the table:
+        // a sentence in a cell would squeeze the table's columns.
+        assert!(
+            page.lines()
+                .any(|l| l.starts_with("<p class=\"note\">") && l.contains(reason)),
+            "{reason} in a note under its cost table"
+        );
     }
+    let cost_tables = &page[..page.find("<section id=\"problems\">").unwrap()];
+    assert!(
+        !cost_tables.contains("colspan"),
+        "no cost table cell spans columns"
+    );
+    assert!(cost_tables.contains(">unsupported</td>"));
 }
 
 #[test]

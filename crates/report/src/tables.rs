@@ -1,0 +1,227 @@
+//! The report's tables as rows of cells, built once for the page (each cell a `<td>`) and the
+//! summary (each cell its text, Markdown-escaped): the headline, a cost table per cell, and the
+//! pipeline depths.
+
+use serde::Serialize;
+
+use crate::format;
+use crate::model::{Cell, DepthChart, leader_names, status_class, status_word};
+use crate::results::{Kind, Row};
+use crate::svg;
+
+/// One table cell: what `td` in `templates/macros.html` prints.
+#[derive(Serialize, Default)]
+pub struct Td {
+    /// Style class (`num`: a number).
+    pub class: &'static str,
+    /// The raw number the table sorts by (`Some("")` for a number cell without a number).
+    pub v: Option<String>,
+    /// Tooltip.
+    pub title: Option<String>,
+    /// What the cell shows.
+    pub text: String,
+    /// Shown as code.
+    pub code: bool,
+}
+
+impl Td {
+    /// A right-aligned number, `f` for people and the raw value for sorting.
+    pub fn num(value: Option<f64>, f: impl Fn(f64) -> String) -> Td {
+        let value = value.filter(|v| v.is_finite());
+        Td {
+            class: "num",
+            v: Some(value.map_or(String::new(), |v| v.to_string())),
+            text: value.map_or("–".to_string(), f),
+            ..Td::default()
+        }
+    }
+
+    /// Plain text.
+    pub fn text(text: impl Into<String>) -> Td {
+        Td {
+            text: text.into(),
+            ..Td::default()
+        }
+    }
+
+    /// The ratio to redis-benchmark with its range, sorting by the bare ratio.
+    fn baseline_ratio(cell: &Cell, row: Option<&Row>) -> Td {
+        Td {
+            class: "num",
+            v: Some(
+                row.and_then(|r| cell.ratio_to_baseline(r))
+                    .map_or(String::new(), |r| r.to_string()),
+            ),
+            text: cell.baseline_ratio_text(row),
+            ..Td::default()
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct HeadlineRow {
+    pub id: String,
+    pub label: String,
+    pub cells: Vec<Td>,
+}
+
+#[derive(Serialize)]
+pub struct CostRow {
+    pub client: String,
+    pub kind: &'static str,
+    pub colour: &'static str,
+    /// The row's flags, `; `-joined (empty: none).
+    pub flags: String,
+    /// Why the row has no throughput, for the note under the table (empty: it has one).
+    pub reason: String,
+    pub cells: Vec<Td>,
+}
+
+#[derive(Serialize)]
+pub struct DepthRow {
+    pub client: String,
+    pub kind: &'static str,
+    pub series: String,
+    pub cells: Vec<Td>,
+}
+
+/// The anchor of the page's `index`-th cell (its chart).
+pub fn cell_id(index: usize) -> String {
+    format!("cell-{index}")
+}
+
+/// The headline's row of the `index`-th cell.
+pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
+    let mut cells = vec![
+        Td::text(leader_names(&cell.leaders(None))),
+        Td::num(cell.best().and_then(Row::ops), format::grouped),
+    ];
+    for kind in [Kind::HandWritten, Kind::Library] {
+        let row = cell.best_of(kind);
+        cells.extend([
+            Td::text(leader_names(&cell.leaders(Some(kind)))),
+            Td::num(row.and_then(Row::ops), format::grouped),
+            Td::baseline_ratio(cell, row),
+        ]);
+    }
+    cells.extend([
+        Td::num(cell.baseline, format::grouped),
+        Td::num(
+            cell.best_of(Kind::HandWritten)
+                .and_then(|r| cell.time_over_floor(r)),
+            format::ratio,
+        ),
+    ]);
+    HeadlineRow {
+        id: cell_id(index),
+        label: cell.label.clone(),
+        cells,
+    }
+}
+
+/// A client's costs in a cell. A row without a throughput shows its status word in the ops/s
+/// column and its reason in a note under the table: a sentence in a cell would squeeze the
+/// columns. A failed or unsupported row shows no other number (nothing was measured).
+pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
+    let measured = row.is_ok();
+    let num = |value: Option<f64>, f: fn(f64) -> String| Td::num(value.filter(|_| measured), f);
+    let reason = row.unmeasured_reason();
+    let ops = match &reason {
+        None => num(row.ops(), format::grouped),
+        Some(why) => Td {
+            class: if status_class(row) == "failed" {
+                "num failed"
+            } else {
+                "num unsupported"
+            },
+            v: Some(String::new()),
+            title: Some(why.clone()),
+            text: status_word(row).to_string(),
+            code: false,
+        },
+    };
+    let interval = row.ops_interval().filter(|_| measured);
+    let latency = row.latency_ns.filter(|_| measured);
+    let text = |value: String| Td::text(if measured { value } else { "–".to_string() });
+    let cells = vec![
+        ops,
+        Td {
+            class: "num",
+            v: Some(interval.map_or(String::new(), |(low, _)| low.to_string())),
+            text: interval.map_or("–".to_string(), |(low, high)| {
+                format!("{} – {}", format::short(low), format::short(high))
+            }),
+            ..Td::default()
+        },
+        text(row.measured_text()),
+        num(row.spread, kvbench_results::verdict::percent),
+        num(cell.ratio_to_fastest(row), format::ratio),
+        if measured {
+            Td::baseline_ratio(cell, Some(row))
+        } else {
+            Td::num(None, format::ratio)
+        },
+        num(cell.time_over_floor(row), format::ratio),
+        num(row.cpu_ns_per_op, format::duration_ns),
+        num(row.user_ns_per_op, format::duration_ns),
+        num(row.sys_ns_per_op, format::duration_ns),
+        num(row.syscalls_per_op, |v| format::significant(v, 3)),
+        num(row.allocs_per_op, |v| format::significant(v, 3)),
+        num(row.alloc_bytes_per_op, format::bytes),
+        num(latency.map(|l| l.p50 as f64), format::duration_ns),
+        num(latency.map(|l| l.p99 as f64), format::duration_ns),
+        num(
+            latency.and_then(|l| l.p999).map(|v| v as f64),
+            format::duration_ns,
+        ),
+    ];
+    CostRow {
+        client: row.client.clone(),
+        kind: row.kind.as_str(),
+        colour: svg::kind_colour(row.kind),
+        flags: row.flags.join("; "),
+        reason: reason.map_or(String::new(), |why| format!("{}: {why}", status_word(row))),
+        cells,
+    }
+}
+
+/// The depth chart's numbers: a row per client and series that has any.
+pub fn depth_rows(depth: &DepthChart) -> Vec<DepthRow> {
+    let mut rows = Vec::new();
+    for client in &depth.clients {
+        for series in &depth.series {
+            let found: Vec<Option<&&Row>> = depth
+                .depths
+                .iter()
+                .map(|d| client.rows.get(&(series.clone(), *d)))
+                .collect();
+            if found.iter().all(Option::is_none) {
+                continue;
+            }
+            let cells = found
+                .into_iter()
+                .map(|row| match row {
+                    Some(row) if row.ops().is_some() => Td::num(row.ops(), format::grouped),
+                    Some(row) => Td {
+                        class: "failed",
+                        v: Some(String::new()),
+                        text: status_word(row).to_string(),
+                        ..Td::default()
+                    },
+                    None => Td {
+                        v: Some(String::new()),
+                        text: "–".to_string(),
+                        ..Td::default()
+                    },
+                })
+                .collect();
+            rows.push(DepthRow {
+                client: client.client.clone(),
+                kind: client.kind.as_str(),
+                series: series.clone(),
+                cells,
+            });
+        }
+    }
+    rows
+}
