@@ -15,15 +15,18 @@ window.addEventListener('load', function () {
       if (!(b.width > 0 && b.height > 0)) problems.push('empty bar in chart ' + name);
     });
   });
-  // Every table cell at least 3em wide, closed cost tables included: a squeezed column (one
+  // Every table cell's content at least 3em wide, closed cost tables included: a squeezed column (one
   // character per line) is a layout bug even where nothing overflows.
   var closed = Array.prototype.filter.call(document.querySelectorAll('details'), function (d) { return !d.open; });
   closed.forEach(function (d) { d.open = true; });
   var narrow = 0, first = '';
   document.querySelectorAll('table td, table th').forEach(function (cell) {
     if (!cell.getClientRects().length) return;
-    var em = parseFloat(getComputedStyle(cell).fontSize);
-    if (cell.getBoundingClientRect().width < 3 * em - 0.5) {
+    // The content box: a column squeezed to a few characters still has its padding.
+    var style = getComputedStyle(cell);
+    var width = cell.getBoundingClientRect().width - parseFloat(style.paddingLeft) -
+      parseFloat(style.paddingRight) - parseFloat(style.borderLeftWidth) - parseFloat(style.borderRightWidth);
+    if (width < 3 * parseFloat(style.fontSize) - 0.5) {
       if (!narrow) {
         var table = cell.closest('table');
         var where = table.id || (table.closest('section') || {}).id || 'a table';
