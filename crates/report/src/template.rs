@@ -1,9 +1,8 @@
 //! The templates under `crates/report/templates/`, built into the library, and the one way they
 //! are filled: from a serde context whose numbers are already formatted text (`format`).
 //!
-//! HTML templates (`*.html`) escape every value with [`format::html`], the same escaping the
-//! charts use, unless the template marks it `safe` (only the report's own SVG and the lessons'
-//! HTML). Other templates (`*.md`, `*.css`, `*.js`) print values as they are: Markdown escaping
+//! HTML templates (`*.html`, the charts' SVG included) escape every value with [`format::html`]
+//! unless the template marks it `safe` (only the lessons' HTML, which their code escapes). Other templates (`*.md`, `*.css`, `*.js`) print values as they are: Markdown escaping
 //! stays explicit, in the code that builds the context.
 
 use std::sync::LazyLock;
@@ -19,6 +18,7 @@ use crate::format;
 const FILES: &[(&str, &str)] = &[
     ("base.html", include_str!("../templates/base.html")),
     ("macros.html", include_str!("../templates/macros.html")),
+    ("charts.html", include_str!("../templates/charts.html")),
     ("report.html", include_str!("../templates/report.html")),
     ("compare.html", include_str!("../templates/compare.html")),
     ("summary.md", include_str!("../templates/summary.md")),
