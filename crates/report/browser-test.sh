@@ -9,9 +9,10 @@
 #    own pages included), no network resource, well-formed HTML.
 # 3. Opens the page from disk in headless Chromium (Debian's `chromium`, installed by
 #    bench-suite/setup.sh when missing) and dumps the DOM after load. Fails on any console
-#    message or uncaught error Chromium logs, and unless the page's own self-check (inline script:
-#    every chart's SVG laid out with the bars it should have, no script error, no failed load,
-#    no console.error) wrote data-status="ok".
+#    message or uncaught error Chromium logs, and unless the page's own self-check (inline script
+#    from crates/report/templates/selfcheck.js: every chart's SVG laid out with the bars it should
+#    have, no table cell narrower than 3em, no script error, no failed load, no console.error)
+#    wrote data-status="ok".
 # 4. Saves a screenshot as <run-dir>/screenshot.png.
 #
 # Why a script and not a Rust test: it needs Chromium, which `make test` does not install; a

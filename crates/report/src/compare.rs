@@ -284,21 +284,12 @@ impl Comparison {
                 *w = (*w).max(cell.chars().count());
             }
         }
-        for line in &table {
-            let mut text = String::new();
-            for (i, cell) in line.iter().enumerate() {
-                let pad = widths[i].saturating_sub(cell.chars().count());
-                // Numbers right-aligned, words left-aligned; the last column is not padded.
-                if (2..=4).contains(&i) {
-                    let _ = write!(text, "{}{cell}  ", " ".repeat(pad));
-                } else if i == 5 {
-                    text.push_str(cell);
-                } else {
-                    let _ = write!(text, "{cell}{}  ", " ".repeat(pad));
-                }
-            }
-            out.push_str(text.trim_end());
-            out.push('\n');
+        let [w0, w1, w2, w3, w4, _] = widths;
+        for [cell, client, a, b, ratio, verdict] in &table {
+            // Numbers right-aligned, words left-aligned; the last column is not padded.
+            let line =
+                format!("{cell:<w0$}  {client:<w1$}  {a:>w2$}  {b:>w3$}  {ratio:>w4$}  {verdict}");
+            let _ = writeln!(out, "{}", line.trim_end());
         }
         let _ = writeln!(out, "\n{}.", self.tally());
         if let Some(mean) = self.geometric_mean() {

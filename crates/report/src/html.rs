@@ -1,5 +1,6 @@
-//! The run's `index.html`: `templates/report.html` filled from a [`Page`] built here. Numbers are
-//! formatted in Rust ([`crate::format`]); the template escapes every string.
+//! The run's `index.html` and `summary.md`: `templates/report.html` and `templates/summary.md`
+//! filled from one [`Page`] built here. Numbers are formatted in Rust ([`crate::format`]); the
+//! templates escape every string (HTML automatically, Markdown with its `md` filter).
 
 use std::path::Path;
 
@@ -16,8 +17,8 @@ use crate::svg::{self, Chart};
 use crate::tables::{self, CostRow, DepthRow, HeadlineRow, cell_id};
 use crate::{Section, template};
 
-// The lessons read these through this module.
 use crate::model::environment;
+// The lessons read these through this module.
 pub use crate::model::{noise_text, run_id};
 
 /// Criterion's own summary of every group, linked from the environment section when present.
@@ -36,7 +37,7 @@ struct Page<'a> {
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
     environment: Vec<(&'static str, String)>,
-    servers: Vec<Server<'a>>,
+    servers: [(&'static str, &'a kvbench_results::Server); 2],
     defects: &'a [kvbench_results::KnownDefect],
     criterion_index: Option<String>,
     rows: usize,
@@ -113,16 +114,14 @@ struct Problem<'a> {
     reason: &'a str,
 }
 
-#[derive(Serialize)]
-struct Server<'a> {
-    name: &'static str,
-    version: &'a str,
-    external: bool,
-    config: &'a str,
-}
-
-/// Renders the page. `dir` is the run folder (links are emitted only to files inside it).
-pub fn page(results: &Results, model: &Model, dir: &Path, lessons: &[Section]) -> String {
+/// Renders `(index.html, summary.md)`, both from one [`Page`]. `dir` is the run folder (links
+/// are emitted only to files inside it).
+pub fn render(
+    results: &Results,
+    model: &Model,
+    dir: &Path,
+    lessons: &[Section],
+) -> (String, String) {
     let run = &results.run;
     let mut sections = Vec::new();
     let mut cell_index = 0;
@@ -201,15 +200,7 @@ pub fn page(results: &Results, model: &Model, dir: &Path, lessons: &[Section]) -
         servers: [
             ("Redis", &run.servers.redis),
             ("memcached", &run.servers.memcached),
-        ]
-        .into_iter()
-        .map(|(name, server)| Server {
-            name,
-            version: &server.version,
-            external: server.external,
-            config: &server.config,
-        })
-        .collect(),
+        ],
         defects: &run.known_defects,
         criterion_index: check::existing_inside(dir, CRITERION_INDEX)
             .then(|| format::url_path(CRITERION_INDEX)),
@@ -222,7 +213,10 @@ pub fn page(results: &Results, model: &Model, dir: &Path, lessons: &[Section]) -
             })
             .collect(),
     };
-    template::render("report.html", &page)
+    (
+        template::render("report.html", &page),
+        template::render("summary.md", &page),
+    )
 }
 
 /// `lesson-` and the id reduced to `[A-Za-z0-9-]`.

@@ -33,7 +33,6 @@ pub mod compare;
 mod format;
 mod html;
 pub mod lessons;
-mod markdown;
 mod model;
 pub mod results;
 mod svg;
@@ -124,11 +123,7 @@ fn render_run_sections(dir: &Path, results: &Results, sections: &[Section]) -> R
 /// Renders without writing: `(index.html, summary.md)`. `dir` is only used to decide which
 /// links to criterion's reports exist (and as the fallback run id).
 pub fn render(results: &Results, dir: &Path, lessons: &[Section]) -> (String, String) {
-    let model = model::Model::new(results, dir);
-    (
-        html::page(results, &model, dir, lessons),
-        markdown::summary(results, &model, dir),
-    )
+    html::render(results, &model::Model::new(results, dir), dir, lessons)
 }
 
 /// Writes through a temporary file and a rename, so a reader never sees half a report.

@@ -174,6 +174,11 @@ impl<'a> Model<'a> {
     }
 }
 
+/// Whether `row` may be named fastest among clients of `kind` (any when `None`): floors never are.
+fn is_leader_kind(row: &Row, kind: Option<Kind>) -> bool {
+    !row.is_floor() && kind.is_none_or(|k| row.kind == k)
+}
+
 /// (operation, depth, value size): the order of variants in the report.
 type VariantKey = (Op, u64, u64);
 
@@ -192,12 +197,12 @@ impl<'a> Cell<'a> {
         rows.sort_by(|a, b| (a.kind, &a.client).cmp(&(b.kind, &b.client)));
         let fastest = rows
             .iter()
-            .filter(|r| !is_floor(r))
+            .filter(|r| !r.is_floor())
             .filter_map(|r| r.ops())
             .reduce(f64::max);
         let floor = rows
             .iter()
-            .filter(|r| is_floor(r))
+            .filter(|r| r.is_floor())
             .filter_map(|r| r.ops())
             .reduce(f64::max);
         let baseline = rows
@@ -233,21 +238,12 @@ impl<'a> Cell<'a> {
         rows
     }
 
-    /// The fastest row of a kind.
-    pub fn best_of(&self, kind: Kind) -> Option<&'a Row> {
+    /// The fastest client of `kind`, or of any kind when `None`; never a floor.
+    pub fn best(&self, kind: Option<Kind>) -> Option<&'a Row> {
         self.rows
             .iter()
             .copied()
-            .filter(|r| r.kind == kind && r.ops().is_some())
-            .max_by(|a, b| a.ops().partial_cmp(&b.ops()).unwrap_or(Ordering::Equal))
-    }
-
-    /// The fastest client of the real server (floors excluded).
-    pub fn best(&self) -> Option<&'a Row> {
-        self.rows
-            .iter()
-            .copied()
-            .filter(|r| r.ops().is_some() && !is_floor(r))
+            .filter(|r| r.ops().is_some() && is_leader_kind(r, kind))
             .max_by(|a, b| a.ops().partial_cmp(&b.ops()).unwrap_or(Ordering::Equal))
     }
 
@@ -273,24 +269,16 @@ impl<'a> Cell<'a> {
     /// The rows a "fastest" sentence must name: the fastest client of `kind` (any kind when
     /// `None`; floors excluded) and every other that cannot be told apart from it in this run.
     pub fn leaders(&self, kind: Option<Kind>) -> Vec<&'a Row> {
-        let best = match kind {
-            Some(kind) => self.best_of(kind),
-            None => self.best(),
-        };
-        let Some(best) = best else {
+        let Some(best) = self.best(kind) else {
             return Vec::new();
         };
         let mut leaders = vec![best];
-        for row in self.by_speed() {
-            let eligible = !row.is_floor() && kind.is_none_or(|k| row.kind == k);
-            if eligible
-                && !std::ptr::eq(row, best)
+        leaders.extend(self.by_speed().into_iter().filter(|row| {
+            is_leader_kind(row, kind)
+                && !std::ptr::eq(*row, best)
                 && row.ops().is_some()
                 && !verdict::judge(best, self.noise, row, self.noise).is_decided()
-            {
-                leaders.push(row);
-            }
-        }
+        }));
         leaders
     }
 

@@ -1,6 +1,6 @@
-//! The report's tables as rows of cells, built once for the page (each cell a `<td>`) and the
-//! summary (each cell its text, Markdown-escaped): the headline, a cost table per cell, and the
-//! pipeline depths.
+//! The report's tables as rows of cells: the headline, a cost table per cell, and the pipeline
+//! depths. Each cell carries its text and, for numbers, the raw value tables sort by; the page
+//! prints it as a `<td>`, the summary as a Markdown table cell.
 
 use serde::Serialize;
 
@@ -20,8 +20,6 @@ pub struct Td {
     pub title: Option<String>,
     /// What the cell shows.
     pub text: String,
-    /// Shown as code.
-    pub code: bool,
 }
 
 impl Td {
@@ -94,10 +92,10 @@ pub fn cell_id(index: usize) -> String {
 pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
     let mut cells = vec![
         Td::text(leader_names(&cell.leaders(None))),
-        Td::num(cell.best().and_then(Row::ops), format::grouped),
+        Td::num(cell.best(None).and_then(Row::ops), format::grouped),
     ];
     for kind in [Kind::HandWritten, Kind::Library] {
-        let row = cell.best_of(kind);
+        let row = cell.best(Some(kind));
         cells.extend([
             Td::text(leader_names(&cell.leaders(Some(kind)))),
             Td::num(row.and_then(Row::ops), format::grouped),
@@ -107,7 +105,7 @@ pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
     cells.extend([
         Td::num(cell.baseline, format::grouped),
         Td::num(
-            cell.best_of(Kind::HandWritten)
+            cell.best(Some(Kind::HandWritten))
                 .and_then(|r| cell.time_over_floor(r)),
             format::ratio,
         ),
@@ -137,7 +135,6 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
             v: Some(String::new()),
             title: Some(why.clone()),
             text: status_word(row).to_string(),
-            code: false,
         },
     };
     let interval = row.ops_interval().filter(|_| measured);

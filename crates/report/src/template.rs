@@ -52,6 +52,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         };
         out.write_str(&escaped).map_err(minijinja::Error::from)
     });
+    env.add_filter("md", |text: String| format::markdown(&text));
     for (name, source) in FILES {
         env.add_template(name, source)
             .unwrap_or_else(|error| panic!("template {name}: {error:#}"));
