@@ -52,7 +52,7 @@ pub struct Pick {
 }
 
 /// A few lines of our code that cause a measured difference: an anchor in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CodeRef {
     /// The anchor's name, unique in the repository.
     pub anchor: String,
@@ -187,15 +187,25 @@ pub const CRATES: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The cells a crate's "Measured" table shows, in this order: (op, value size or `None` for
-/// any, depth). Those absent from a run are named under the table.
-pub const MAIN_CELLS: &[(&str, Option<u64>, u64)] = &[
-    ("get", Some(3), 1),
-    ("get", Some(MIB), 1),
-    ("get_miss", None, 1),
-    ("set", Some(3), 1),
-    ("set_ex", Some(100 * KIB), 1),
-    ("pipeline_set", Some(3), 1_000),
-    ("pipeline_set", Some(3), 100_000),
-    ("pipeline_set", Some(3), 1_000_000),
+/// The cells a crate's "Measured" table shows, in this order: (title, op, value size or `None`
+/// for any, depth). Those absent from a run are named under the table by their title.
+pub const MAIN_CELLS: &[(&str, &str, Option<u64>, u64)] = &[
+    ("GET (hit) 3 B", "get", Some(3), 1),
+    ("GET (hit) 1 MiB", "get", Some(MIB), 1),
+    ("GET (miss)", "get_miss", None, 1),
+    ("SET 3 B", "set", Some(3), 1),
+    ("SET with expiry 100 KiB", "set_ex", Some(100 * KIB), 1),
+    ("Pipelined SET, depth 1k", "pipeline_set", Some(3), 1_000),
+    (
+        "Pipelined SET, depth 100k",
+        "pipeline_set",
+        Some(3),
+        100_000,
+    ),
+    (
+        "Pipelined SET, depth 1M",
+        "pipeline_set",
+        Some(3),
+        1_000_000,
+    ),
 ];

@@ -60,17 +60,10 @@ pub enum Error {
         /// Where the search started.
         start: PathBuf,
     },
-    /// A referenced source file could not be read.
-    #[error("cannot read source file {}: {source}", path.display())]
-    Source {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
-    /// A code anchor no longer matches the source.
-    #[error("code anchor {anchor:?} not found in {path}")]
+    /// A code anchor is missing from its file, or its markers are out of order.
+    #[error(
+        "code anchor {anchor:?} not found in {path}: no `// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}` around its lines"
+    )]
     Anchor {
         /// Path from the repository root.
         path: String,
@@ -87,7 +80,7 @@ pub enum Error {
         /// What is wrong.
         problem: markers::MarkerProblem,
     },
-    /// A document could not be read or written.
+    /// A document or a source file could not be read, or a document written.
     #[error("cannot access {}: {source}", path.display())]
     Io {
         /// The file.
@@ -145,8 +138,8 @@ impl<'a> RunRef<'a> {
 
 /// Line links into the repository: each anchor's lines, where it resolved.
 pub struct Code {
-    /// (path, anchor) → lines; absent where an anchor did not resolve or no source tree was found.
-    resolved: BTreeMap<(String, String), Resolved>,
+    /// Lines of each reference; absent where it did not resolve or no source tree was found.
+    resolved: BTreeMap<CodeRef, Resolved>,
 }
 
 impl Code {
@@ -154,8 +147,7 @@ impl Code {
     pub fn strict(root: &Path) -> Result<Code, Error> {
         let mut resolved = BTreeMap::new();
         for code in LESSONS.iter().flat_map(|l| &l.code) {
-            let at = source::resolve(root, code)?;
-            resolved.insert((code.path.clone(), code.anchor.clone()), at);
+            resolved.insert(code.clone(), source::resolve(root, code)?);
         }
         Ok(Code { resolved })
     }
@@ -165,10 +157,7 @@ impl Code {
         let resolved = LESSONS
             .iter()
             .flat_map(|l| &l.code)
-            .filter_map(|code| {
-                let at = source::resolve(root?, code).ok()?;
-                Some(((code.path.clone(), code.anchor.clone()), at))
-            })
+            .filter_map(|code| Some((code.clone(), source::resolve(root?, code).ok()?)))
             .collect();
         Code { resolved }
     }
@@ -177,10 +166,7 @@ impl Code {
     /// document's folder to the repository root), its lines without a link, or its anchor.
     fn markdown(&self, code: &CodeRef, prefix: Option<&str>) -> String {
         let path = md_code(&code.path);
-        match (
-            self.resolved.get(&(code.path.clone(), code.anchor.clone())),
-            prefix,
-        ) {
+        match (self.resolved.get(code), prefix) {
             (Some(at), Some(prefix)) => format!(
                 "[{path} {}]({}{})",
                 at.lines_text(),
@@ -445,7 +431,8 @@ fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) 
     let body = env
         .render_str(lesson.body, context)
         .unwrap_or_else(|error| panic!("lessons/{}.md: {error:#}", lesson.id));
-    format!("{}\n", body.trim_end())
+    // A blank line after it, as after every paragraph, so lessons concatenate.
+    format!("{}\n\n", body.trim_end())
 }
 
 /// A code span; text holding a backtick, a line break or a pipe is escaped as plain text instead.
@@ -585,7 +572,7 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
     );
     out.push_str("|---|---|--:|--:|--:|--:|--:|\n");
     let mut absent = Vec::new();
-    for &(op, size, depth) in MAIN_CELLS {
+    for &(title, op, size, depth) in MAIN_CELLS {
         let mut rows: Vec<&Row> = results
             .rows
             .iter()
@@ -598,7 +585,7 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
             })
             .collect();
         if rows.is_empty() {
-            absent.push(main_cell_title(op, size, depth));
+            absent.push(title);
             continue;
         }
         rows.sort_by_key(|r| (r.transport, clients.iter().position(|c| *c == r.client)));
@@ -619,68 +606,32 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
     out
 }
 
-fn main_cell_title(op: &str, size: Option<u64>, depth: u64) -> String {
-    let mut title = match op {
-        "get" => "GET (hit)",
-        "get_miss" => "GET (miss)",
-        "set" => "SET",
-        "set_ex" => "SET with expiry",
-        "pipeline_set" => "Pipelined SET",
-        other => other,
-    }
-    .to_string();
-    if depth > 1 {
-        let _ = write!(title, ", depth {}", format::depth(depth));
-    }
-    if let (Some(size), false) = (size, op == "pipeline_set") {
-        let _ = write!(title, " {}", format::size(size));
-    }
-    title
-}
-
 /// The headline block of the top-level README: Redis over TCP, GET 3 B and the deepest
 /// pipelined SET of the run, for the best hand-written client, the libraries and the baselines.
 pub fn headline_markdown(runs: &Runs) -> String {
     let results = runs.main.results;
-    let depth = results
-        .rows
-        .iter()
-        .filter(|r| {
-            r.backend == Backend::Redis && r.transport == Transport::Tcp && r.op == Op::PipelineSet
-        })
+    let redis_tcp = |r: &&Row| r.backend == Backend::Redis && r.transport == Transport::Tcp;
+    let depth = (results.rows.iter().filter(redis_tcp))
+        .filter(|r| r.op == Op::PipelineSet)
         .map(|r| r.pipeline)
         .max();
     let noise = results.noise().map(|n| n.median_spread);
-    let cells: [(Op, u64, u64); 2] = [
-        (Op::Get, 3, 1),
-        (Op::PipelineSet, 3, depth.unwrap_or(1_000_000)),
-    ];
-    let in_cell = |(op, size, depth): (Op, u64, u64)| -> Vec<&Row> {
-        results
-            .rows
-            .iter()
+    let column = |op: Op, depth: u64| -> Vec<&Row> {
+        (results.rows.iter().filter(redis_tcp))
             .filter(|r| {
-                r.backend == Backend::Redis
-                    && r.transport == Transport::Tcp
-                    && r.op == op
-                    && r.value_size == size
-                    && r.pipeline == depth
-                    && r.concurrency == 1
+                r.op == op && r.value_size == 3 && r.pipeline == depth && r.concurrency == 1
             })
             .collect()
     };
-    fn baseline<'r>(rows: &[&'r Row]) -> Option<&'r Row> {
-        rows.iter()
-            .copied()
-            .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some())
-    }
+    // Without a pipelined SET in the run, its column is empty: every row says so.
+    let columns = [
+        column(Op::Get, 1),
+        depth.map_or(Vec::new(), |d| column(Op::PipelineSet, d)),
+    ];
     let mut out = format!(
-        "Redis over TCP, one connection, in {}.",
-        runs.main.describe()
-    );
-    let _ = write!(
-        out,
-        "\n\n| client | GET 3 B, ops/s | × redis-benchmark | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
+        "Redis over TCP, one connection, in {}.\n\n| client | GET 3 B, ops/s | × redis-benchmark \
+         | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
+        runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
     let roles = [
@@ -694,78 +645,63 @@ pub fn headline_markdown(runs: &Runs) -> String {
         ),
         ("loopback floor (the transport alone)", Role::Floor),
     ];
-    let columns: Vec<Vec<&Row>> = cells.iter().map(|c| in_cell(*c)).collect();
     for (label, role) in roles {
         let _ = write!(out, "| {label} |");
-        for (index, rows) in columns.iter().enumerate() {
-            let chosen = if index == 1 && depth.is_none() {
-                None
-            } else {
-                role.choose(rows)
-            };
+        for rows in &columns {
+            let chosen = role.choose(rows);
             let lookup = chosen.map_or(Lookup::Missing, Lookup::Found);
-            let value = match lookup.status() {
-                Some(status) => format::markdown(&status),
-                None => {
-                    let ops = lookup.ops_cell();
-                    match (role, chosen) {
-                        (Role::Client(_), _) | (_, None) => ops,
-                        (Role::BestHandWritten, Some(best)) => {
-                            // Every hand-written client this run cannot tell apart from the best.
-                            let mut names = vec![md_code(&best.client)];
-                            names.extend(
-                                rows.iter()
-                                    .filter(|r| {
-                                        r.kind == Kind::HandWritten
-                                            && r.ops().is_some()
-                                            && !std::ptr::eq(**r, best)
-                                            && !verdict::judge(best, noise, r, noise).is_decided()
-                                    })
-                                    .map(|r| md_code(&r.client)),
-                            );
-                            if names.len() == 1 {
-                                format!("{} {ops}", names[0])
-                            } else {
-                                format!(
-                                    "{ops}: {} (indistinguishable in this run)",
-                                    names.join(", ")
-                                )
-                            }
-                        }
-                        (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
+            let ops = lookup.ops_cell();
+            let value = match (role, chosen.filter(|r| r.ops().is_some())) {
+                (Role::Client(_), _) | (_, None) => ops,
+                (Role::BestHandWritten, Some(best)) => {
+                    // Every hand-written client this run cannot tell apart from the best.
+                    let mut names = vec![md_code(&best.client)];
+                    names.extend(
+                        rows.iter()
+                            .filter(|r| {
+                                r.kind == Kind::HandWritten
+                                    && r.ops().is_some()
+                                    && !std::ptr::eq(**r, best)
+                                    && !verdict::judge(best, noise, r, noise).is_decided()
+                            })
+                            .map(|r| md_code(&r.client)),
+                    );
+                    match names.as_slice() {
+                        [one] => format!("{one} {ops}"),
+                        _ => format!(
+                            "{ops}: {} (indistinguishable in this run)",
+                            names.join(", ")
+                        ),
                     }
                 }
+                (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
             };
-            let ratio = match (chosen, baseline(rows)) {
-                (Some(row), Some(base)) if row.ops().is_some() && !std::ptr::eq(row, base) => {
+            let baseline = (rows.iter().copied())
+                .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some());
+            let ratio = match (lookup.ops().and(chosen), baseline) {
+                (Some(row), Some(base)) if std::ptr::eq(row, base) => "1.00×".to_string(),
+                (Some(row), Some(base)) => {
                     let judged = verdict::judge(row, noise, base, noise);
                     judged.ratio.map_or("–".to_string(), |r| {
                         verdict::ratio_with_range(r, judged.range)
                             .replace("no range: measured once", "1 run")
                     })
                 }
-                (Some(row), Some(_)) if row.ops().is_some() => "1.00×".to_string(),
                 _ => "–".to_string(),
             };
             let _ = write!(out, " {value} | {ratio} |");
         }
         out.push('\n');
     }
-    let took = format!(
-        " (this run took {})",
-        format::run_duration(results.run.duration_s)
-    );
     let _ = write!(
         out,
         "\nRatios are quoted with their range (from each side's interval: criterion's confidence \
-         interval, or the range of its runs). Run-to-run noise: {}.\n",
-        crate::html::noise_text(results)
-    );
-    let _ = write!(
-        out,
-        "\nGet your own numbers: `make bench`{took}, then `make lessons RUN=<run-id>`. What each \
-         difference comes from, with these numbers and the code that causes it: \
-         [docs/lessons.md](docs/lessons.md).\n"
+         interval, or the range of its runs). Run-to-run noise: {}.\n\nGet your own numbers: \
+         `make bench` (this run took {}), then `make lessons RUN=<run-id>`. What each difference \
+         comes from, with these numbers and the code that causes it: \
+         [docs/lessons.md](docs/lessons.md).\n",
+        crate::html::noise_text(results),
+        format::run_duration(results.run.duration_s)
     );
     out
 }

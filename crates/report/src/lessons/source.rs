@@ -80,7 +80,7 @@ pub fn marker_line(lines: &[&str], marker: &str) -> Option<usize> {
 /// must both be there, in order, with at least one line between them.
 pub fn resolve(root: &Path, code: &CodeRef) -> Result<Resolved, Error> {
     let path = root.join(&code.path);
-    let text = fs::read_to_string(&path).map_err(|source| Error::Source { path, source })?;
+    let text = fs::read_to_string(&path).map_err(|source| Error::Io { path, source })?;
     let lines: Vec<&str> = text.lines().collect();
     let begin = marker_line(&lines, &format!("ANCHOR: {}", code.anchor));
     let end = marker_line(&lines, &format!("ANCHOR_END: {}", code.anchor));
@@ -125,7 +125,7 @@ mod tests {
                     ..code("b")
                 }
             ),
-            Err(Error::Source { .. })
+            Err(Error::Io { .. })
         ));
     }
 

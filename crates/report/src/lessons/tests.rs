@@ -255,7 +255,7 @@ fn every_number_printed_comes_from_the_fixture() {
     for pick in LESSONS.iter().flat_map(|l| l.tables.iter().flatten()) {
         allow(&pick.cell);
     }
-    for &(_, size, depth) in MAIN_CELLS {
+    for &(_, _, size, depth) in MAIN_CELLS {
         allow(&format::size(size.unwrap_or(0)));
         allow(&format::depth(depth));
     }
@@ -338,7 +338,7 @@ fn every_code_anchor_resolves_in_this_tree() {
             "anchor {} in two files",
             reference.anchor
         );
-        let at = &code.resolved[&(reference.path.clone(), reference.anchor.clone())];
+        let at = &code.resolved[reference];
         let text = fs::read_to_string(root.join(&reference.path)).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(
