@@ -320,7 +320,7 @@ fn missing_failed_and_absent_rows_are_named_not_invented() {
     let headline = headline_markdown(&runs(&empty, None));
     assert!(headline.contains("not measured in this run"));
     assert!(
-        measured_markdown(&runs(&empty, None), &["raw-tcp"])
+        measured_markdown(&runs(&empty, None), "raw-tcp")
             .contains("Not measured in this run: GET (hit) 3 B;")
     );
 }
@@ -555,6 +555,9 @@ fn marker_and_anchor_problems_are_typed_errors() {
             .contains("lib-fred/README.md: block lessons:measured: no BEGIN marker"),
         "{error}"
     );
+    // A problem in one document writes none of them.
+    assert_eq!(fs::read_to_string(&docs).unwrap(), text, "nothing written");
+    assert!(!run.join(LESSONS_FILE).exists(), "nothing written");
 
     let source = root.join("crates/raw-unix/src/lib.rs");
     let code = fs::read_to_string(&source).unwrap();
