@@ -263,6 +263,7 @@ pub struct Placement {
 
 impl Placement {
     /// `same-core` (default), `split` or `none`, on a machine with `cores` CPUs.
+    // ANCHOR: placement_parse
     pub fn parse(value: &str, cores: usize) -> Result<Placement> {
         let last = cores.saturating_sub(1);
         let (mode, server_cpu, client_cpu) = match value {
@@ -278,6 +279,7 @@ impl Placement {
             client_cpu,
         })
     }
+    // ANCHOR_END: placement_parse
 
     /// Name recorded in results.json.
     pub fn mode_str(&self) -> &'static str {

@@ -59,7 +59,9 @@ use kvbench_resp::blocking::{self, Connection, MultiBulk};
 /// [`Client::set_many`] writes commands in chunks of at least this many bytes (one `write` each;
 /// a chunk holds whole commands, so one large value makes one large chunk). Big enough that the
 /// write system call is amortised over ~2,000 small SETs, small enough to stay in cache.
+// ANCHOR: chunk_len
 pub const CHUNK_LEN: usize = 64 * 1024;
+// ANCHOR_END: chunk_len
 
 /// What SET answers: the reply the pipelined path counts without parsing.
 const OK: &[u8] = b"+OK\r\n";
@@ -188,6 +190,7 @@ fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
 /// `kvbench_resp::encode_command(write_buf, &[b"SET", key, value])` (a test checks), with the constant
 /// head written as one slice and two numbers formatted instead of four. This is the pipeline's
 /// hot loop; the specialisation halves its cost.
+// ANCHOR: encode_set
 fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     // *3\r\n$3\r\nSET\r\n$<len>\r\n<key>\r\n$<len>\r\n<value>\r\n
     let mut len = itoa::Buffer::new();
@@ -201,6 +204,7 @@ fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     write_buf.extend_from_slice(value);
     write_buf.extend_from_slice(b"\r\n");
 }
+// ANCHOR_END: encode_set
 
 /// Writes the chunk already in `write_buf` (holding `items[..done]`), then encodes and writes the
 /// rest, one chunk per write.
@@ -221,6 +225,7 @@ fn write_chunks<W: Write>(
 
 /// Writes every chunk on this thread while a scoped thread counts the replies. Returns the
 /// batch's server error, if any; `Err` if either side failed.
+// ANCHOR: pipeline
 fn pipeline<S>(
     stream: &S,
     read_buf: &mut ReadBuffer,
@@ -263,6 +268,7 @@ where
         None => Ok(server_error),
     }
 }
+// ANCHOR_END: pipeline
 
 impl<S> Client for BufferedConnection<S>
 where
@@ -286,6 +292,7 @@ where
     }
 
     /// Pipelined: see the crate documentation.
+    // ANCHOR: buffered_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         let outcome = self.connection.exchange(|stream, write_buf, read_buf| {
             if items.is_empty() {
@@ -305,6 +312,7 @@ where
             Some(msg) => Err(Error::Server(msg)),
         }
     }
+    // ANCHOR_END: buffered_set_many
 }
 
 /// Connects over TCP (`TCP_NODELAY` on) with the options' timeouts.

@@ -336,6 +336,7 @@ impl Broken {
 /// Connects over TCP the way every hand-written client does: each address `addr` resolves to is
 /// tried in turn within [`Options::connect_timeout`], then `TCP_NODELAY` is set as asked and the
 /// socket gets the options' read and write timeouts. Any failure is [`Error::Connect`].
+// ANCHOR: connect_tcp_stream
 pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Result<TcpStream> {
     let fail = |source| Error::Connect {
         endpoint: format!("tcp://{addr}"),
@@ -345,7 +346,9 @@ pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Resul
     for socket_addr in addr.to_socket_addrs().map_err(fail)? {
         match TcpStream::connect_timeout(&socket_addr, options.connect_timeout) {
             Ok(stream) => {
+                // ANCHOR: set_nodelay
                 stream.set_nodelay(nodelay).map_err(fail)?;
+                // ANCHOR_END: set_nodelay
                 let (read, write) = (options.read_timeout, options.write_timeout);
                 stream.set_read_timeout(Some(read)).map_err(fail)?;
                 stream.set_write_timeout(Some(write)).map_err(fail)?;
@@ -356,6 +359,7 @@ pub fn connect_tcp_stream(addr: &str, options: &Options, nodelay: bool) -> Resul
     }
     Err(fail(last_error))
 }
+// ANCHOR_END: connect_tcp_stream
 
 /// Connects to a Unix socket and gives it the options' read and write timeouts. Any failure is
 /// [`Error::Connect`]. [`Options::connect_timeout`] is not applied: `std` offers no
@@ -398,12 +402,14 @@ pub trait Client: Send {
     /// reply; a pipelining client overrides it to send them without a round trip per item.
     ///
     /// On error, some items may have been stored and others not.
+    // ANCHOR: default_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         for (key, value) in items {
             self.set(key, value)?;
         }
         Ok(())
     }
+    // ANCHOR_END: default_set_many
 }
 
 /// Implements [`Client`] for a type that holds an async client in its `inner` field (with async

@@ -59,6 +59,7 @@ pub const INLINE_MAX_LEN: usize = 64 * 1024;
 /// `\t`, `\n`, `\v`, `\f`, `\r`), ends an argument at a space, `\t`, `\r`, `\n` or NUL, and starts a
 /// quoted argument at `"` or `'`. The line itself ends at the first `\n`, searched with `strchr`,
 /// which also stops at a NUL.
+// ANCHOR: forbidden
 pub fn forbidden(byte: u8) -> Option<&'static str> {
     match byte {
         b' ' | b'\t' | 0x0b | 0x0c => Some("whitespace separates inline arguments"),
@@ -68,6 +69,7 @@ pub fn forbidden(byte: u8) -> Option<&'static str> {
         _ => None,
     }
 }
+// ANCHOR_END: forbidden
 
 /// What each argument position holds, for error messages (every command here is
 /// `NAME key [value ...]`).
@@ -76,6 +78,7 @@ const ROLES: [&str; 3] = ["command", "key", "value"];
 /// Appends `args` as one inline command line: the arguments joined by single spaces, then
 /// `\r\n`. Refuses, leaving `write_buf` unchanged, anything the server would not read back as the same
 /// arguments, and any line longer than [`INLINE_MAX_LEN`].
+// ANCHOR: encode_inline
 pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
     // <arg> <arg> ... <arg>\r\n
     let line_len = args.iter().map(|arg| arg.len() + 1).sum::<usize>() + 1;
@@ -113,6 +116,7 @@ pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
     write_buf.extend_from_slice(b"\r\n");
     Ok(())
 }
+// ANCHOR_END: encode_inline
 
 /// The inline form as an [`Encoding`]: [`encode_inline`], then one `write`. A refused command
 /// writes nothing, so the connection stays usable.

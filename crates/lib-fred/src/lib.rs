@@ -130,6 +130,7 @@ pub struct AsyncFred {
 impl AsyncFred {
     /// Builds the client and waits for its connection. Must run inside a tokio runtime: fred
     /// spawns its router and reader tasks onto it.
+    // ANCHOR: fred_connect
     pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<AsyncFred> {
         let connect_failed = |err: FredError| match map_error(err) {
             Error::Io(source) => Error::Connect {
@@ -157,6 +158,7 @@ impl AsyncFred {
         client.init().await.map_err(connect_failed)?;
         Ok(AsyncFred { client })
     }
+    // ANCHOR_END: fred_connect
 
     /// The underlying fred client.
     pub fn client(&self) -> &fred::clients::Client {
@@ -164,9 +166,11 @@ impl AsyncFred {
     }
 
     /// `GET key`: `Some(bytes)` on a hit.
+    // ANCHOR: fred_get
     pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.client.get(key).await.map_err(map_error)
     }
+    // ANCHOR_END: fred_get
 
     /// `SET key value`.
     pub async fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {

@@ -268,12 +268,14 @@ impl Memcache {
             Checkout::Untested => {
                 let url = memcache::Url::parse(&url)
                     .map_err(|err| Error::InvalidInput(format!("{url}: {err}")))?;
+                // ANCHOR: no_check_pool
                 let pool = memcache::Pool::builder()
                     .max_size(1)
                     .test_on_check_out(false)
                     .connection_timeout(options.connect_timeout)
                     .build(memcache::ConnectionManager::new(url))
                     .map_err(|err| connect_failed(err.into()))?;
+                // ANCHOR_END: no_check_pool
                 let client = memcache::Client::with_pool(pool).map_err(connect_failed)?;
                 client
                     .set_read_timeout(Some(options.read_timeout))

@@ -164,9 +164,11 @@ fn connect_sync_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn 
 }
 
 impl Client for RedisSync {
+    // ANCHOR: redis_sync_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.con.get(key).map_err(map_error)
     }
+    // ANCHOR_END: redis_sync_get
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.con.set(key, value).map_err(map_error)
@@ -183,6 +185,7 @@ impl Client for RedisSync {
         Ok(removed > 0)
     }
 
+    // ANCHOR: redis_sync_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         let mut pipe = redis::pipe();
         for &(key, value) in items {
@@ -190,6 +193,7 @@ impl Client for RedisSync {
         }
         pipe.exec(&mut self.con).map_err(map_error)
     }
+    // ANCHOR_END: redis_sync_set_many
 }
 
 /// Opens a multiplexed async connection with the connection and response timeouts from
@@ -198,6 +202,7 @@ impl Client for RedisSync {
 /// The response timeout bounds a whole request (write and reply): redis-rs has no separate
 /// write timeout for async connections, so the larger of `read_timeout` and `write_timeout` is
 /// used.
+// ANCHOR: connect_async
 pub async fn connect_async(
     endpoint: &Endpoint,
     options: &Options,
@@ -212,6 +217,7 @@ pub async fn connect_async(
         .await
         .map_err(fail)
 }
+// ANCHOR_END: connect_async
 
 /// The contract's operations as async methods on a [`MultiplexedConnection`], for the bench to
 /// drive natively. Cloning is cheap and shares the one connection (that is the multiplexer).

@@ -316,6 +316,7 @@ impl<S: Read + Write> TextClient<S> {
 }
 
 impl<S: Read + Write + Send> Client for TextClient<S> {
+    // ANCHOR: text_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
         self.exchange(|c| match c.command(key, &[b"get ", key, b"\r\n"])? {
@@ -324,6 +325,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             other => Err(unexpected(&other, "get")),
         })
     }
+    // ANCHOR_END: text_get
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.store(key, value, 0)
@@ -344,6 +346,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
 
     /// Pipelined in chunks: see [`CHUNK_LEN`]. Every key and value is checked before anything is
     /// written, so one bad key refuses the whole batch with nothing sent.
+    // ANCHOR: text_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         for (key, value) in items {
             check_key(key)?;
@@ -351,6 +354,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         }
         self.exchange(|c| c.pipeline(items))
     }
+    // ANCHOR_END: text_set_many
 }
 
 /// Appends one command, part by part, to the write buffer.

@@ -55,6 +55,7 @@ pub enum WriteStrategy {
 }
 
 impl Encoding for WriteStrategy {
+    // ANCHOR: send
     fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
         if *self == WriteStrategy::PerCommand {
             return MultiBulk.send(stream, write_buf, args);
@@ -68,6 +69,7 @@ impl Encoding for WriteStrategy {
         }
         Ok(())
     }
+    // ANCHOR_END: send
 }
 
 /// Writes `<prefix><n>\r\n` with a `write` of its own.
@@ -107,6 +109,7 @@ impl Default for Config {
 pub type RawConnection<S> = Connection<S, WriteStrategy>;
 
 /// Connects over TCP with the given socket settings.
+// ANCHOR: connect_tcp
 pub fn connect_tcp(
     addr: &str,
     options: &Options,
@@ -114,6 +117,7 @@ pub fn connect_tcp(
 ) -> Result<RawConnection<TcpStream>> {
     kvbench_resp::blocking::connect_tcp(addr, options, config.nodelay, config.strategy)
 }
+// ANCHOR_END: connect_tcp
 
 fn connect_with(endpoint: &Endpoint, options: &Options, config: Config) -> Result<Box<dyn Client>> {
     match endpoint {
@@ -171,6 +175,7 @@ pub const SPEC_NAGLE: ClientSpec = ClientSpec {
 
 /// One write per protocol token with Nagle's algorithm on: each small write after the first
 /// waits for the previous segment's ACK, which the server delays.
+// ANCHOR: spec_per_token_nagle
 pub const SPEC_PER_TOKEN_NAGLE: ClientSpec = ClientSpec {
     name: "raw-tcp/per-token/nagle",
     summary: "raw-tcp writing each token separately with TCP_NODELAY off: Nagle meets delayed ACK",
@@ -190,3 +195,4 @@ pub const SPEC_PER_TOKEN_NAGLE: ClientSpec = ClientSpec {
     },
     ..SPEC
 };
+// ANCHOR_END: spec_per_token_nagle

@@ -27,9 +27,11 @@ use kvbench_raw_tcp::{RawConnection, WriteStrategy};
 
 /// Connects to a Redis Unix socket. Reads and writes get the usual timeouts;
 /// [`Options::connect_timeout`] is not applied (see the crate docs).
+// ANCHOR: connect_unix
 pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<UnixStream>> {
     kvbench_resp::blocking::connect_unix(path, options, WriteStrategy::PerCommand)
 }
+// ANCHOR_END: connect_unix
 
 /// The client as the suite lists it: `raw-tcp`'s spec with another name, transport and connect.
 pub const SPEC: ClientSpec = ClientSpec {

@@ -78,11 +78,6 @@ fn hex(byte: u8) -> Option<u8> {
     (byte as char).to_digit(16).map(|d| d as u8)
 }
 
-/// A value size as criterion group names spell it: `3B`, `2KiB`, `100KiB`, `1MiB`.
-pub fn size_token(bytes: u64) -> String {
-    size_with(bytes, "")
-}
-
 /// A value size for people: `3 B`, `2 KiB`, `100 KiB`, `1 MiB`.
 pub fn size(bytes: u64) -> String {
     size_with(bytes, " ")
@@ -260,9 +255,7 @@ mod tests {
 
     #[test]
     fn sizes_and_depths() {
-        assert_eq!(size_token(3), "3B");
         assert_eq!(size(2048), "2 KiB");
-        assert_eq!(size_token(100 * 1024), "100KiB");
         assert_eq!(size(1024 * 1024), "1 MiB");
         assert_eq!(size(1500), "1500 B");
         assert_eq!(depth(1_000), "1k");

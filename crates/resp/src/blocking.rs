@@ -124,6 +124,7 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
 }
 
 impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
+    // ANCHOR: raw_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.call(&[b"GET", key])? {
             Head::Bulk(None) => Ok(None),
@@ -134,6 +135,7 @@ impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
             other => self.unexpected(other, "a bulk reply"),
         }
     }
+    // ANCHOR_END: raw_get
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.expect_ok(&[b"SET", key, value])

@@ -481,6 +481,7 @@ fn reply_at(buf: &[u8], start: usize, depth: usize) -> Result<Option<(Reply, usi
 /// `$<len>\r\n<arg>\r\n` for each argument. Any bytes may be in an argument.
 ///
 /// Nothing is checked: Redis itself refuses an argument longer than its `proto-max-bulk-len`.
+// ANCHOR: encode_command
 pub fn encode_command(write_buf: &mut Vec<u8>, args: &[&[u8]]) {
     // *<n>\r\n
     put_number_line(write_buf, b'*', args.len());
@@ -489,6 +490,7 @@ pub fn encode_command(write_buf: &mut Vec<u8>, args: &[&[u8]]) {
         put_bulk(write_buf, arg);
     }
 }
+// ANCHOR_END: encode_command
 
 /// Appends a reply, as a server would write it. For fake servers in tests and for round-trip
 /// tests of [`decode`].

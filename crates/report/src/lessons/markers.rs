@@ -9,30 +9,21 @@
 //! Only the marker lines and what lies between them are replaced; every other byte of the file
 //! is kept. A missing, duplicated or misordered marker is an error, never a guess.
 
-use std::fmt;
-
 /// What is wrong with a block's markers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum MarkerProblem {
     /// No BEGIN line for the block.
+    #[error("no BEGIN marker")]
     MissingBegin,
     /// No END line for the block.
+    #[error("no END marker")]
     MissingEnd,
     /// More than one BEGIN or END line for the block.
+    #[error("the marker appears more than once")]
     Duplicated,
     /// The END line comes before the BEGIN line.
+    #[error("the END marker comes before the BEGIN marker")]
     Misordered,
-}
-
-impl fmt::Display for MarkerProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            MarkerProblem::MissingBegin => "no BEGIN marker",
-            MarkerProblem::MissingEnd => "no END marker",
-            MarkerProblem::Duplicated => "the marker appears more than once",
-            MarkerProblem::Misordered => "the END marker comes before the BEGIN marker",
-        })
-    }
 }
 
 /// `<!-- BEGIN GENERATED lessons:<name> from <source> by `make lessons`; do not edit -->`.
@@ -99,7 +90,9 @@ pub fn replace_block(
     Ok(out)
 }
 
-/// `text` without the generated blocks (marker lines included), for comparing what a human wrote.
+/// `text` without the generated blocks (marker lines included), for tests comparing what a human
+/// wrote.
+#[cfg(test)]
 pub fn outside_blocks(text: &str) -> String {
     let mut out = String::new();
     let mut inside = false;

@@ -1,24 +1,27 @@
 //! Lessons: one short explanation per trade-off the suite measures, with the numbers of a run.
 //!
-//! The prose of each lesson (question, set-up, what the faster side gives up, which code causes
-//! the difference) lives once, in [`catalogue`]. Numbers come only from a run's results.json:
-//! a row is found by (backend, op, value size, depth, transport, client), and a row the run does
-//! not have is shown as "not measured in this run" (a failed or unsupported row as its status and
-//! reason), never filled in. Ratios are computed from the numbers shown.
+//! The prose of each lesson lives once, in a Markdown file under `crates/report/lessons/` (see
+//! [`catalogue`] for its format). Numbers come only from a run's results.json: a row is found by
+//! client and cell (backend, op, value size or depth, transport), and a row the run does not have
+//! is shown as "not measured in this run" (a failed or unsupported row as its status and reason),
+//! never filled in. Ratios are computed from the numbers shown.
 //!
-//! Rendered three ways from one model:
-//! - the Lessons section of every run's `index.html` (through [`crate::render_run`]);
-//! - `make lessons RUN=<id>` ([`generate`]): `reports/<id>/lessons.md`, the generated blocks of
-//!   `docs/lessons.md`, the "Measured" block of each client crate's README and the headline block
-//!   of the top-level README (see [`markers`] for the block format), then `index.html` again.
+//! One renderer: each lesson's template is filled in (minijinja) to Markdown, which goes as it is
+//! into `reports/<id>/lessons.md` and the generated blocks of `docs/lessons.md`
+//! ([`generate`], `make lessons`; see [`markers`] for the block format), and through pulldown-cmark
+//! into the Lessons section of every run's `index.html` ([`section`]). `make lessons` also
+//! rewrites the "Measured" block of each client crate's README and the headline block of the
+//! top-level README.
 //!
-//! Code references are (file, anchor) pairs resolved to line numbers at generation time
-//! ([`source`]); `make lessons` fails if an anchor no longer exists, the report only omits the link.
+//! Code references are anchors in the source (`// ANCHOR: name` … `// ANCHOR_END: name`) resolved
+//! to line numbers at generation time ([`source`]); `make lessons` fails if an anchor no longer
+//! exists, the report only omits the link.
 
 pub mod catalogue;
 pub mod markers;
 pub mod source;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
@@ -27,9 +30,9 @@ use std::path::{Path, PathBuf};
 use crate::format::{self, html as esc};
 use crate::results::{Backend, Kind, Op, Results, Row, Transport};
 use crate::{Section, model};
-use catalogue::{CRATES, LESSONS, Lesson, MAIN_CELLS, Pick, Table, Which};
+use catalogue::{CRATES, CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Which};
 use kvbench_results::verdict;
-use source::{CodeRef, Resolved};
+use source::Resolved;
 
 /// Name of a run's lessons page inside its folder.
 pub const LESSONS_FILE: &str = "lessons.md";
@@ -57,17 +60,10 @@ pub enum Error {
         /// Where the search started.
         start: PathBuf,
     },
-    /// A referenced source file could not be read.
-    #[error("cannot read source file {}: {source}", path.display())]
-    Source {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
-    /// A code anchor no longer matches the source.
-    #[error("code anchor {anchor:?} not found in {path}")]
+    /// A code anchor is missing from its file, or its markers are out of order.
+    #[error(
+        "code anchor {anchor:?} not found in {path}: no `// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}` around its lines"
+    )]
     Anchor {
         /// Path from the repository root.
         path: String,
@@ -84,7 +80,7 @@ pub enum Error {
         /// What is wrong.
         problem: markers::MarkerProblem,
     },
-    /// A document could not be read or written.
+    /// A document or a source file could not be read, or a document written.
     #[error("cannot access {}: {source}", path.display())]
     Io {
         /// The file.
@@ -115,107 +111,72 @@ impl<'a> RunRef<'a> {
         }
     }
 
-    /// `same-core, servers on CPU 1, bench on CPU 1`.
-    fn placement(&self) -> String {
+    fn placement_mode(&self) -> &str {
+        self.results.run.placement.mode.as_str()
+    }
+
+    /// `run `<id>` (mode full; placement same-core, servers on CPU 1, bench on CPU 1), from
+    /// `<source>``, in Markdown.
+    fn describe(&self) -> String {
         let p = &self.results.run.placement;
         let cpu = |cpu: Option<u32>| cpu.map_or("any".to_string(), |c| c.to_string());
-        format!(
-            "{}, servers on CPU {}, bench on CPU {}",
+        let text = format!(
+            " (mode {}; placement {}, servers on CPU {}, bench on CPU {}), from ",
+            self.results.run.mode,
             p.mode,
             cpu(p.server_cpu),
             cpu(p.client_cpu)
+        );
+        format!(
+            "run {}{}{}",
+            md_code(&self.id),
+            format::markdown(&text),
+            md_code(&self.source)
         )
-    }
-
-    fn placement_mode(&self) -> Option<&str> {
-        Some(self.results.run.placement.mode.as_str())
-    }
-
-    /// `run `<id>` (mode full; placement same-core (…)), `<source>``.
-    fn describe(&self) -> Vec<Span> {
-        vec![
-            Span::Prose("run ".into()),
-            Span::Code(self.id.clone()),
-            Span::Text(format!(
-                " (mode {}; placement {}), from ",
-                self.results.run.mode,
-                self.placement()
-            )),
-            Span::Code(self.source.clone()),
-        ]
     }
 }
 
-/// Where code links point: the repository root and the relative prefix from the document to it.
+/// Line links into the repository: each anchor's lines, where it resolved.
 pub struct Code {
-    /// Resolved references per lesson (same order as the catalogue); `None` where an anchor did
-    /// not resolve or no source tree was found.
-    resolved: Vec<Vec<Option<Resolved>>>,
+    /// Lines of each reference; absent where it did not resolve or no source tree was found.
+    resolved: BTreeMap<CodeRef, Resolved>,
 }
 
 impl Code {
     /// Resolves every lesson's references under `root`: the first failure is an error.
     pub fn strict(root: &Path) -> Result<Code, Error> {
-        let resolved = LESSONS
-            .iter()
-            .map(|lesson| {
-                lesson
-                    .code
-                    .iter()
-                    .map(|code| source::resolve(root, code).map(Some))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut resolved = BTreeMap::new();
+        for code in LESSONS.iter().flat_map(|l| &l.code) {
+            resolved.insert(code.clone(), source::resolve(root, code)?);
+        }
         Ok(Code { resolved })
     }
 
     /// Resolves what it can; a reference that does not resolve is shown without lines.
     pub fn lenient(root: Option<&Path>) -> Code {
-        Code {
-            resolved: LESSONS
-                .iter()
-                .map(|lesson| {
-                    lesson
-                        .code
-                        .iter()
-                        .map(|code| root.and_then(|root| source::resolve(root, code).ok()))
-                        .collect()
-                })
-                .collect(),
+        let resolved = LESSONS
+            .iter()
+            .flat_map(|l| &l.code)
+            .filter_map(|code| Some((code.clone(), source::resolve(root?, code).ok()?)))
+            .collect();
+        Code { resolved }
+    }
+
+    /// The Markdown naming `code`: a link to its lines relative to `prefix` (the path from the
+    /// document's folder to the repository root), its lines without a link, or its anchor.
+    fn markdown(&self, code: &CodeRef, prefix: Option<&str>) -> String {
+        let path = md_code(&code.path);
+        match (self.resolved.get(code), prefix) {
+            (Some(at), Some(prefix)) => format!(
+                "[{path} {}]({}{})",
+                at.lines_text(),
+                format::url_path(&format!("{prefix}{}", code.path)),
+                at.fragment()
+            ),
+            (Some(at), None) => format!("{path} {}", at.lines_text()),
+            (None, _) => format!("{path} at anchor {}", md_code(&code.anchor)),
         }
     }
-}
-
-/// Inline content. `Prose` is ours (trusted, `code` spans allowed); `Text` may come from
-/// results.json and is always escaped.
-#[derive(Debug, Clone, PartialEq)]
-enum Span {
-    Prose(String),
-    /// Prose in bold.
-    Bold(String),
-    Text(String),
-    Code(String),
-    /// A link to source lines: `path` shown as code, then `lines`.
-    Link {
-        shown: String,
-        lines: String,
-        path: String,
-        fragment: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Block {
-    Heading {
-        id: String,
-        text: String,
-    },
-    Para(Vec<Span>),
-    Table {
-        head: Vec<String>,
-        rows: Vec<Vec<Vec<Span>>>,
-    },
-    List(Vec<Vec<Span>>),
 }
 
 /// A row as a lesson sees it.
@@ -226,54 +187,43 @@ enum Lookup<'a> {
 }
 
 impl Lookup<'_> {
-    fn ops(&self) -> Option<f64> {
+    fn row(&self) -> Option<&Row> {
         match self {
-            Lookup::Found(row) => row.ops(),
+            Lookup::Found(row) => Some(row),
             _ => None,
         }
     }
-}
 
-fn find<'a>(results: &'a Results, pick: &Pick) -> Option<&'a Row> {
-    results.rows.iter().find(|row| {
-        row.backend.as_str() == pick.backend
-            && row.op.as_str() == pick.op
-            && row.value_size == pick.size
-            && row.pipeline == pick.pipeline
-            && row.transport.as_str() == pick.transport
-            && row.concurrency == 1
-            && row.client == pick.client
-    })
-}
+    fn ops(&self) -> Option<f64> {
+        self.row().and_then(Row::ops)
+    }
 
-/// The bench's name for a pick's cell (`redis/get/3B/tcp`, `redis/pipeline_set/100000/tcp`).
-fn cell_name(backend: &str, op: &str, size: Option<u64>, pipeline: u64, transport: &str) -> String {
-    let middle = match (op, size) {
-        ("pipeline_set", _) => pipeline.to_string(),
-        ("get_miss", _) | (_, None) => "none".to_string(),
-        (_, Some(size)) => format::size_token(size),
-    };
-    format!("{backend}/{op}/{middle}/{transport}")
-}
+    /// Why a row shows no throughput, for its table cell.
+    fn status(&self) -> Option<String> {
+        match self {
+            Lookup::Missing => Some("not measured in this run".to_string()),
+            Lookup::NoRun => Some("no split run given".to_string()),
+            Lookup::Found(row) if row.ops().is_some() => None,
+            Lookup::Found(row) => Some(match row.unmeasured_reason() {
+                Some(why) if !row.is_ok() => format!("{}: {why}", crate::svg::status_word(row)),
+                _ => "not timed".to_string(),
+            }),
+        }
+    }
 
-/// Why a row shows no throughput, for its table cell.
-fn status_text(lookup: &Lookup) -> Option<String> {
-    match lookup {
-        Lookup::Missing => Some("not measured in this run".to_string()),
-        Lookup::NoRun => Some("no split run given".to_string()),
-        Lookup::Found(row) if row.ops().is_some() => None,
-        Lookup::Found(row) => Some(match row.unmeasured_reason() {
-            Some(why) if !row.is_ok() => format!("{}: {why}", crate::svg::status_word(row)),
-            _ => "not timed".to_string(),
-        }),
+    /// The ops/s cell: the throughput, else why there is none.
+    fn ops_cell(&self) -> String {
+        self.status().map_or_else(
+            || format::opt(self.ops(), format::grouped),
+            |status| format::markdown(&status),
+        )
     }
 }
 
-/// The metric cells shared by every table: CPU/op (user + sys), syscalls/op, allocs/op, p99.
-fn cost_cells(row: Option<&Row>) -> Vec<Vec<Span>> {
+/// The metric cells shared by every table, in Markdown: CPU/op (user + sys), syscalls/op,
+/// allocs/op, p99.
+fn cost_cells(row: Option<&Row>) -> String {
     let ok = row.filter(|r| r.is_ok());
-    let number =
-        |value: Option<f64>, f: &dyn Fn(f64) -> String| vec![Span::Text(format::opt(value, f))];
     let cpu = match ok.map(|r| (r.cpu_ns_per_op, r.user_ns_per_op, r.sys_ns_per_op)) {
         Some((Some(cpu), Some(user), Some(sys))) => format!(
             "{} ({} + {})",
@@ -284,23 +234,24 @@ fn cost_cells(row: Option<&Row>) -> Vec<Vec<Span>> {
         Some((cpu, _, _)) => format::opt(cpu, format::duration_ns),
         None => "–".to_string(),
     };
-    vec![
-        vec![Span::Text(cpu)],
-        number(ok.and_then(|r| r.syscalls_per_op), &|v| {
-            format::significant(v, 3)
-        }),
-        number(ok.and_then(|r| r.allocs_per_op), &|v| {
-            format::significant(v, 3)
-        }),
-        number(
+    let count = |value: Option<f64>| format::opt(value, |v| format::significant(v, 3));
+    format!(
+        "{cpu} | {} | {} | {}",
+        count(ok.and_then(|r| r.syscalls_per_op)),
+        count(ok.and_then(|r| r.allocs_per_op)),
+        format::opt(
             ok.and_then(|r| r.latency_ns.map(|l| l.p99 as f64)),
-            &format::duration_ns,
-        ),
-    ]
+            format::duration_ns
+        )
+    )
 }
 
 /// Header of the ratio column: throughput over the first row of the table that has one.
 const RATIO_HEAD: &str = "× first measured row";
+
+/// Header and alignment of the metric columns every table ends with.
+const COST_HEAD: &str = "CPU/op (user + sys) | syscalls/op | allocs/op | p99";
+const COST_ALIGN: &str = "--:|--:|--:|--:";
 
 /// A ratio as the report writes it (`1.38×`), with two significant digits below 0.01
 /// (`0.00041×`) so a collapse does not read as zero.
@@ -311,8 +262,6 @@ fn ratio_text(value: f64) -> String {
         format::ratio(value)
     }
 }
-
-const COST_HEAD: [&str; 4] = ["CPU/op (user + sys)", "syscalls/op", "allocs/op", "p99"];
 
 /// The two runs a lesson may read.
 pub struct Runs<'a> {
@@ -331,270 +280,169 @@ impl Runs<'_> {
     }
 
     fn lookup(&self, pick: &Pick) -> Lookup<'_> {
-        match self.get(pick.run) {
-            None => Lookup::NoRun,
-            Some(run) => find(run.results, pick).map_or(Lookup::Missing, Lookup::Found),
-        }
-    }
-}
-
-fn table_blocks(table: &Table, runs: &Runs) -> Vec<Block> {
-    let two_runs = table.rows.iter().any(|p| p.run == Which::Split);
-    let found: Vec<Lookup> = table.rows.iter().map(|p| runs.lookup(p)).collect();
-    let first = found.iter().find_map(Lookup::ops);
-    let mut head: Vec<String> = Vec::new();
-    if two_runs {
-        head.push("run (placement)".into());
-    }
-    head.extend(["client", "cell", "ops/s", RATIO_HEAD].map(String::from));
-    head.extend(COST_HEAD.map(String::from));
-    let mut rows = Vec::new();
-    for (pick, lookup) in table.rows.iter().zip(&found) {
-        let mut cells = Vec::new();
-        if two_runs {
-            cells.push(vec![Span::Text(match runs.get(pick.run) {
-                Some(run) => format!("{} ({})", run.id, run.placement_mode().unwrap_or("?")),
-                None => "split: none given".to_string(),
-            })]);
-        }
-        cells.push(vec![Span::Code(pick.client.to_string())]);
-        let cell = match lookup {
-            Lookup::Found(row) => row.cell.clone(),
-            _ => cell_name(
-                pick.backend,
-                pick.op,
-                Some(pick.size),
-                pick.pipeline,
-                pick.transport,
-            ),
+        let Some(run) = self.get(pick.run) else {
+            return Lookup::NoRun;
         };
-        cells.push(vec![Span::Code(cell)]);
-        match status_text(lookup) {
-            Some(status) => cells.push(vec![Span::Text(status)]),
-            None => cells.push(vec![Span::Text(format::opt(lookup.ops(), format::grouped))]),
-        }
-        let ratio = match (lookup.ops(), first) {
-            (Some(ops), Some(first)) => Some(ops / first),
-            _ => None,
-        };
-        cells.push(vec![Span::Text(format::opt(ratio, ratio_text))]);
-        let row = match lookup {
-            Lookup::Found(row) => Some(*row),
-            _ => None,
-        };
-        cells.extend(cost_cells(row));
-        rows.push(cells);
+        run.results
+            .rows
+            .iter()
+            .find(|row| row.cell == pick.cell && row.client == pick.client && row.concurrency == 1)
+            .map_or(Lookup::Missing, Lookup::Found)
     }
-    vec![
-        Block::Para(vec![Span::Bold(table.title.to_string())]),
-        Block::Table { head, rows },
-        Block::Para(reading(table, &found, runs, two_runs)),
-    ]
-}
 
-/// What a table with fewer than two measured rows says instead of a ratio.
-const NO_RATIO: &str =
-    "Fewer than two of these rows have a throughput in this run: no ratio to read.";
-
-/// The computed sentence under a table: fastest against slowest measured row.
-fn reading(table: &Table, found: &[Lookup], runs: &Runs, two_runs: bool) -> Vec<Span> {
-    let measured: Vec<(&Pick, &Row, f64)> = table
-        .rows
-        .iter()
-        .zip(found)
-        .filter_map(|(pick, lookup)| match lookup {
-            Lookup::Found(row) => Some((pick, *row, row.ops()?)),
-            _ => None,
-        })
-        .collect();
-    let fastest = measured.iter().max_by(|a, b| a.2.total_cmp(&b.2));
-    let slowest = measured.iter().min_by(|a, b| a.2.total_cmp(&b.2));
-    let (Some(fast), Some(slow), true) = (fastest, slowest, measured.len() >= 2) else {
-        return vec![Span::Prose(NO_RATIO.into())];
-    };
-    let describe = |(pick, row, ops): &(&Pick, &Row, f64)| {
-        let mut spans = vec![
-            Span::Code(pick.client.to_string()),
-            Span::Prose(" (".into()),
-        ];
-        spans.push(Span::Code(row.cell.clone()));
-        if two_runs && let Some(run) = runs.get(pick.run) {
-            spans.push(Span::Text(format!(
-                ", {} placement",
-                run.placement_mode().unwrap_or("unknown")
-            )));
-        }
-        spans.push(Span::Text(format!(") at {} ops/s", format::grouped(*ops))));
-        spans
-    };
-    let noise = |pick: &Pick| {
-        runs.get(pick.run)
-            .and_then(|run| run.results.noise())
-            .map(|noise| noise.median_spread)
-    };
-    let judged = verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0));
-    if !judged.is_decided() {
-        let why = match &judged.verdict {
-            verdict::Verdict::Indistinguishable(why) | verdict::Verdict::Unknown(why) => {
-                why.clone()
-            }
-            _ => String::new(),
-        };
-        let mut spans = vec![Span::Prose(
-            "In this run, no faster side can be named: ".into(),
-        )];
-        spans.extend(describe(fast));
-        spans.push(Span::Prose(" and ".into()));
-        spans.extend(describe(slow));
-        spans.push(Span::Text(format!(
-            " are indistinguishable ({why}; measured ratio {}).",
-            ratio_text(fast.2 / slow.2)
-        )));
-        return spans;
-    }
-    let mut spans = vec![Span::Prose("In this run, the fastest is ".into())];
-    spans.extend(describe(fast));
-    spans.push(Span::Prose(", the slowest ".into()));
-    spans.extend(describe(slow));
-    spans.push(Span::Text(format!(
-        ": {} the throughput{}.",
-        ratio_text(fast.2 / slow.2),
-        judged.range.map_or(String::new(), |(low, high)| format!(
-            " (range {}–{})",
-            ratio_text(low),
-            ratio_text(high)
-        ))
-    )));
-    spans
-}
-
-fn code_item(code: &CodeRef, resolved: Option<&Resolved>, prefix: Option<&str>) -> Vec<Span> {
-    let mut spans = match (resolved, prefix) {
-        (Some(at), Some(prefix)) => vec![Span::Link {
-            shown: code.path.to_string(),
-            lines: at.lines_text(),
-            path: format!("{prefix}{}", code.path),
-            fragment: at.fragment(),
-        }],
-        (Some(at), None) => vec![
-            Span::Code(code.path.to_string()),
-            Span::Text(format!(" {}", at.lines_text())),
-        ],
-        (None, _) => vec![
-            Span::Code(code.path.to_string()),
-            Span::Text(" at ".into()),
-            Span::Code(code.anchors.join(" … ")),
-        ],
-    };
-    spans.push(Span::Prose(format!(": {}.", code.what)));
-    spans
-}
-
-fn lesson_blocks(
-    index: usize,
-    lesson: &Lesson,
-    runs: &Runs,
-    resolved: &[Option<Resolved>],
-    prefix: Option<&str>,
-) -> Vec<Block> {
-    let mut blocks = vec![
-        Block::Heading {
-            id: format!("lesson-{}", lesson.id),
-            text: format!("{}. {}", index + 1, lesson.title),
-        },
-        Block::Para(vec![
-            Span::Bold("Question.".into()),
-            Span::Prose(format!(" {}", lesson.question)),
-        ]),
-        Block::Para(vec![Span::Prose(lesson.setup.to_string())]),
-    ];
-    let mut measured = vec![Span::Bold("Measured".into()), Span::Prose(" in ".into())];
-    measured.extend(runs.main.describe());
-    if lesson
-        .tables
-        .iter()
-        .any(|t| t.rows.iter().any(|p| p.run == Which::Split))
-    {
-        match &runs.split {
-            Some(split) => {
-                measured.push(Span::Prose(", and split placement in ".into()));
-                measured.extend(split.describe());
-                measured.push(Span::Prose(".".into()));
-                if runs.main.placement_mode() == split.placement_mode() {
-                    measured.push(Span::Text(format!(
-                        " Both runs record placement {}: these tables show run-to-run noise, \
-                         not placement.",
-                        split.placement_mode().unwrap_or("unknown")
-                    )));
+    /// `**Measured** in run …`: the paragraph naming the run(s) a lesson's tables come from.
+    fn measured(&self, lesson: &Lesson) -> String {
+        let mut out = format!("**Measured** in {}", self.main.describe());
+        match (&self.split, lesson.uses_split()) {
+            (_, false) => out.push('.'),
+            (Some(split), true) => {
+                let _ = write!(out, ", and split placement in {}.", split.describe());
+                if self.main.placement_mode() == split.placement_mode() {
+                    let _ = write!(
+                        out,
+                        " Both runs record placement {}: these tables show run-to-run noise, not \
+                         placement.",
+                        format::markdown(split.placement_mode())
+                    );
                 }
             }
-            None => {
-                measured.push(Span::Prose(
-                    ". No split-placement run was given, so the second row of each table is \
-                     empty. Make one with `PLACEMENT=split make bench-quick`, then run \
-                     `make lessons RUN=<this run> SPLIT_RUN=<that run>`; a run folder that holds \
-                     `split/results.json` is used without being named."
-                        .into(),
-                ));
-            }
+            (None, true) => out.push_str(
+                ". No split-placement run was given, so the second row of each table is empty. \
+                 Make one with `PLACEMENT=split make bench-quick`, then run \
+                 `make lessons RUN=<this run> SPLIT_RUN=<that run>`; a run folder that holds \
+                 `split/results.json` is used without being named.",
+            ),
         }
-    } else {
-        measured.push(Span::Prose(".".into()));
+        out
     }
-    blocks.push(Block::Para(measured));
-    for table in lesson.tables {
-        blocks.extend(table_blocks(table, runs));
+
+    /// A lesson's table in Markdown, then the sentence that reads it.
+    fn table(&self, picks: &[Pick]) -> String {
+        let two_runs = picks.iter().any(|p| p.run == Which::Split);
+        let found: Vec<Lookup> = picks.iter().map(|p| self.lookup(p)).collect();
+        let first = found.iter().find_map(Lookup::ops);
+        let (run_head, run_align) = if two_runs {
+            ("run (placement) | ", "---|")
+        } else {
+            ("", "")
+        };
+        let mut out = format!(
+            "| {run_head}client | cell | ops/s | {RATIO_HEAD} | {COST_HEAD} |\n\
+             |{run_align}---|---|--:|--:|{COST_ALIGN}|\n"
+        );
+        for (pick, lookup) in picks.iter().zip(&found) {
+            out.push_str("| ");
+            if two_runs {
+                let run = self
+                    .get(pick.run)
+                    .map_or("split: none given".to_string(), |run| {
+                        format!("{} ({})", run.id, run.placement_mode())
+                    });
+                let _ = write!(out, "{} | ", format::markdown(&run));
+            }
+            let ratio = lookup.ops().zip(first).map(|(ops, first)| ops / first);
+            let _ = writeln!(
+                out,
+                "{} | {} | {} | {} | {} |",
+                md_code(&pick.client),
+                md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
+                lookup.ops_cell(),
+                format::opt(ratio, ratio_text),
+                cost_cells(lookup.row())
+            );
+        }
+        out.push('\n');
+        out.push_str(&self.reading(picks, &found, two_runs));
+        out
     }
-    blocks.push(Block::Para(vec![
-        Span::Bold("The code.".into()),
-        Span::Prose(" The lines that make the difference:".into()),
-    ]));
-    blocks.push(Block::List(
-        lesson
-            .code
+
+    /// The computed sentence under a table: fastest against slowest measured row, named only as
+    /// [`verdict::judge`] allows.
+    fn reading(&self, picks: &[Pick], found: &[Lookup], two_runs: bool) -> String {
+        let measured: Vec<(&Pick, &Row, f64)> = picks
             .iter()
-            .zip(resolved)
-            .map(|(code, at)| code_item(code, at.as_ref(), prefix))
-            .collect(),
-    ));
-    blocks.push(Block::Para(vec![
-        Span::Bold("Given up for the faster side.".into()),
-        Span::Prose(format!(" {}", lesson.gives_up)),
-    ]));
-    blocks
-}
-
-// --- Markdown ----------------------------------------------------------------------------------
-
-fn md_spans(spans: &[Span]) -> String {
-    let mut out = String::new();
-    for span in spans {
-        match span {
-            Span::Prose(text) => out.push_str(text),
-            Span::Bold(text) => {
-                let _ = write!(out, "**{text}**");
-            }
-            Span::Text(text) => out.push_str(&format::markdown(text)),
-            Span::Code(text) => out.push_str(&md_code(text)),
-            Span::Link {
-                shown,
-                lines,
-                path,
-                fragment,
-            } => {
-                let _ = write!(
-                    out,
-                    "[{} {lines}]({}{fragment})",
-                    md_code(shown),
-                    format::url_path(path)
-                );
-            }
+            .zip(found)
+            .filter_map(|(pick, lookup)| Some((pick, lookup.row()?, lookup.ops()?)))
+            .collect();
+        let fastest = measured.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+        let slowest = measured.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+        let (Some(fast), Some(slow), true) = (fastest, slowest, measured.len() >= 2) else {
+            return "Fewer than two of these rows have a throughput in this run: no ratio to read."
+                .to_string();
+        };
+        let describe = |(pick, row, ops): &(&Pick, &Row, f64)| {
+            let placement = match self.get(pick.run) {
+                Some(run) if two_runs => format!(", {} placement", run.placement_mode()),
+                _ => String::new(),
+            };
+            format!(
+                "{} ({}{}) at {} ops/s",
+                md_code(&pick.client),
+                md_code(&row.cell),
+                format::markdown(&placement),
+                format::grouped(*ops)
+            )
+        };
+        let noise = |pick: &Pick| {
+            self.get(pick.run)
+                .and_then(|run| run.results.noise())
+                .map(|noise| noise.median_spread)
+        };
+        let judged = verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0));
+        let ratio = ratio_text(fast.2 / slow.2);
+        match &judged.verdict {
+            verdict::Verdict::Indistinguishable(why) => format!(
+                "In this run, no faster side can be named: {} and {} are indistinguishable ({}).",
+                describe(fast),
+                describe(slow),
+                format::markdown(&format!("{why}; measured ratio {ratio}"))
+            ),
+            // A row measured once has no interval: the rule cannot judge it either way.
+            verdict::Verdict::Unknown(why) => format!(
+                "In this run, no faster side can be named: {} and {} cannot be judged ({}).",
+                describe(fast),
+                describe(slow),
+                format::markdown(&format!("{why}; measured ratio {ratio}"))
+            ),
+            _ => format!(
+                "In this run, the fastest is {}, the slowest {}: {ratio} the throughput{}.",
+                describe(fast),
+                describe(slow),
+                judged.range.map_or(String::new(), |(low, high)| format!(
+                    " (range {}–{})",
+                    ratio_text(low),
+                    ratio_text(high)
+                ))
+            ),
         }
     }
-    out
 }
 
-/// A code span; text holding a backtick or a line break is escaped as plain text instead.
+/// One lesson's body in Markdown (without its heading): its template with the run's tables and
+/// the code links filled in.
+fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) -> String {
+    let mut env = minijinja::Environment::new();
+    // A placeholder the file misspells is a bug, not an empty string.
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let tables: Vec<String> = lesson.tables.iter().map(|t| runs.table(t)).collect();
+    let links: BTreeMap<&str, String> = lesson
+        .code
+        .iter()
+        .map(|c| (c.anchor.as_str(), code.markdown(c, prefix)))
+        .collect();
+    let context = minijinja::context! {
+        measured => runs.measured(lesson),
+        tables => tables,
+        code => links,
+    };
+    let body = env
+        .render_str(lesson.body, context)
+        .unwrap_or_else(|error| panic!("lessons/{}.md: {error:#}", lesson.id));
+    // A blank line after it, as after every paragraph, so lessons concatenate.
+    format!("{}\n\n", body.trim_end())
+}
+
+/// A code span; text holding a backtick, a line break or a pipe is escaped as plain text instead.
 fn md_code(text: &str) -> String {
     if text.contains(['`', '\n', '\r', '|']) {
         format::markdown(text)
@@ -603,147 +451,37 @@ fn md_code(text: &str) -> String {
     }
 }
 
-fn markdown(blocks: &[Block], heading: &str) -> String {
+/// Markdown to the report's HTML: tables scroll and right-align their numbers with the page's
+/// classes, and every link is a source link (the only links lessons have), which the report's
+/// check follows.
+fn html(markdown: &str) -> String {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let events = Parser::new_ext(markdown, Options::ENABLE_TABLES).map(|event| match event {
+        Event::Start(Tag::Link { dest_url, .. }) => Event::InlineHtml(
+            format!(
+                "<a class=\"{}\" href=\"{}\">",
+                crate::check::SOURCE_LINK_CLASS,
+                esc(&dest_url)
+            )
+            .into(),
+        ),
+        Event::End(TagEnd::Link) => Event::InlineHtml("</a>".into()),
+        other => other,
+    });
     let mut out = String::new();
-    for block in blocks {
-        match block {
-            Block::Heading { text, .. } => {
-                let _ = writeln!(out, "{heading} {text}\n");
-            }
-            Block::Para(spans) => {
-                let _ = writeln!(out, "{}\n", md_spans(spans));
-            }
-            Block::Table { head, rows } => {
-                let _ = writeln!(out, "| {} |", head.join(" | "));
-                let aligns: Vec<&str> = head
-                    .iter()
-                    .map(|h| if is_numeric(h) { "--:" } else { "---" })
-                    .collect();
-                let _ = writeln!(out, "|{}|", aligns.join("|"));
-                for row in rows {
-                    let cells: Vec<String> = row.iter().map(|c| md_spans(c)).collect();
-                    let _ = writeln!(out, "| {} |", cells.join(" | "));
-                }
-                out.push('\n');
-            }
-            Block::List(items) => {
-                for item in items {
-                    let _ = writeln!(out, "- {}", md_spans(item));
-                }
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
-fn is_numeric(head: &str) -> bool {
-    !matches!(head, "client" | "cell" | "run (placement)" | "")
-}
-
-// --- HTML --------------------------------------------------------------------------------------
-
-/// Prose to HTML: escaped, `code` spans turned into elements.
-fn prose_html(text: &str) -> String {
-    let mut out = String::new();
-    for (index, part) in text.split('`').enumerate() {
-        if index % 2 == 1 {
-            let _ = write!(out, "<code>{}</code>", esc(part));
-        } else {
-            out.push_str(&esc(part));
-        }
-    }
-    out
-}
-
-fn html_spans(spans: &[Span]) -> String {
-    let mut out = String::new();
-    for span in spans {
-        match span {
-            Span::Prose(text) => out.push_str(&prose_html(text)),
-            Span::Bold(text) => {
-                let _ = write!(out, "<strong>{}</strong>", prose_html(text));
-            }
-            Span::Text(text) => out.push_str(&esc(text)),
-            Span::Code(text) => {
-                let _ = write!(out, "<code>{}</code>", esc(text));
-            }
-            Span::Link {
-                shown,
-                lines,
-                path,
-                fragment,
-            } => {
-                let _ = write!(
-                    out,
-                    "<a class=\"{}\" href=\"{}{}\"><code>{}</code> {}</a>",
-                    crate::check::SOURCE_LINK_CLASS,
-                    esc(&format::url_path(path)),
-                    esc(fragment),
-                    esc(shown),
-                    esc(lines)
-                );
-            }
-        }
-    }
-    out
-}
-
-fn html(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    let mut open = false;
-    for block in blocks {
-        match block {
-            Block::Heading { id, text } => {
-                if open {
-                    out.push_str("</article>\n");
-                }
-                let _ = writeln!(
-                    out,
-                    "<article class=\"lesson-item\" id=\"{}\">\n<h3>{}</h3>",
-                    esc(id),
-                    esc(text)
-                );
-                open = true;
-            }
-            Block::Para(spans) => {
-                let _ = writeln!(out, "<p>{}</p>", html_spans(spans));
-            }
-            Block::Table { head, rows } => {
-                out.push_str("<div class=\"scroll\"><table class=\"lesson-table\">\n<thead><tr>");
-                for h in head {
-                    let _ = write!(out, "<th>{}</th>", esc(h));
-                }
-                out.push_str("</tr></thead>\n<tbody>\n");
-                for row in rows {
-                    out.push_str("<tr>");
-                    for (h, cell) in head.iter().zip(row) {
-                        let class = if is_numeric(h) { " class=\"num\"" } else { "" };
-                        let _ = write!(out, "<td{class}>{}</td>", html_spans(cell));
-                    }
-                    out.push_str("</tr>\n");
-                }
-                out.push_str("</tbody></table></div>\n");
-            }
-            Block::List(items) => {
-                out.push_str("<ul>\n");
-                for item in items {
-                    let _ = writeln!(out, "<li>{}</li>", html_spans(item));
-                }
-                out.push_str("</ul>\n");
-            }
-        }
-    }
-    if open {
-        out.push_str("</article>\n");
-    }
-    out
+    pulldown_cmark::html::push_html(&mut out, events);
+    out.replace(
+        "<table>",
+        "<div class=\"scroll\"><table class=\"lesson-table\">",
+    )
+    .replace("</table>", "</table></div>")
+    .replace(" style=\"text-align: right\"", " class=\"num\"")
 }
 
 // --- Outputs -----------------------------------------------------------------------------------
 
-/// Every lesson in Markdown, headings at `heading` (`##`); links relative to `prefix` (the path
-/// from the document's folder to the repository root), or none.
+/// Every lesson in Markdown, headed `<heading> n. title` (`##`); links relative to `prefix` (the
+/// path from the document's folder to the repository root), or none.
 pub fn lessons_markdown(
     runs: &Runs,
     code: &Code,
@@ -754,15 +492,17 @@ pub fn lessons_markdown(
         .iter()
         .enumerate()
         .map(|(index, lesson)| {
-            markdown(
-                &lesson_blocks(index, lesson, runs, &code.resolved[index], prefix),
-                heading,
+            format!(
+                "{heading} {}. {}\n\n{}",
+                index + 1,
+                lesson.title,
+                lesson_body(lesson, runs, code, prefix)
             )
         })
         .collect()
 }
 
-/// The Lessons section of a run's `index.html`.
+/// The Lessons section of a run's `index.html`: the same Markdown as the documents, as HTML.
 pub fn section(runs: &Runs, code: &Code, prefix: Option<&str>) -> Section {
     let mut body = String::from(
         "<p>One short lesson per trade-off the suite measures, with this run's numbers (the same \
@@ -777,13 +517,14 @@ pub fn section(runs: &Runs, code: &Code, prefix: Option<&str>) -> Section {
     }
     body.push_str("</p>\n");
     for (index, lesson) in LESSONS.iter().enumerate() {
-        body.push_str(&html(&lesson_blocks(
-            index,
-            lesson,
-            runs,
-            &code.resolved[index],
-            prefix,
-        )));
+        let _ = write!(
+            body,
+            "<article class=\"lesson-item\" id=\"lesson-{}\">\n<h3>{}. {}</h3>\n{}</article>\n",
+            esc(lesson.id),
+            index + 1,
+            esc(&lesson.title),
+            html(&lesson_body(lesson, runs, code, prefix))
+        );
     }
     Section {
         id: "trade-offs".to_string(),
@@ -826,23 +567,21 @@ fn relative_source(dir: &Path, root: &Path) -> String {
     }
 }
 
-/// The table of one client crate's README: its clients' rows in the main cells.
-pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
+/// The table of one client crate's README: its clients' rows (`clients` separated by spaces) in
+/// the main cells.
+pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
+    let clients: Vec<&str> = clients.split_whitespace().collect();
     let results = runs.main.results;
-    let mut out = md_spans(&{
-        let mut spans = vec![Span::Prose("Measured in ".into())];
-        spans.extend(runs.main.describe());
-        spans.push(Span::Prose(
-            ". Every number below is that file's; `make lessons` rewrites them.".into(),
-        ));
-        spans
-    });
+    let mut out = format!(
+        "Measured in {}. Every number below is that file's; `make lessons` rewrites them.",
+        runs.main.describe()
+    );
     out.push_str(
         "\n\n| client | cell | ops/s | CPU/op (user + sys) | syscalls/op | allocs/op | p99 |\n",
     );
     out.push_str("|---|---|--:|--:|--:|--:|--:|\n");
     let mut absent = Vec::new();
-    for &(op, size, depth) in MAIN_CELLS {
+    for &(title, op, size, depth) in MAIN_CELLS {
         let mut rows: Vec<&Row> = results
             .rows
             .iter()
@@ -855,22 +594,19 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
             })
             .collect();
         if rows.is_empty() {
-            absent.push(main_cell_title(op, size, depth));
+            absent.push(title);
             continue;
         }
         rows.sort_by_key(|r| (r.transport, clients.iter().position(|c| *c == r.client)));
         for row in rows {
-            let lookup = Lookup::Found(row);
-            let mut cells = vec![
-                vec![Span::Code(row.client.clone())],
-                vec![Span::Code(row.cell.clone())],
-                vec![Span::Text(
-                    status_text(&lookup).unwrap_or_else(|| format::opt(row.ops(), format::grouped)),
-                )],
-            ];
-            cells.extend(cost_cells(Some(row)));
-            let cells: Vec<String> = cells.iter().map(|c| md_spans(c)).collect();
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                md_code(&row.client),
+                md_code(&row.cell),
+                Lookup::Found(row).ops_cell(),
+                cost_cells(Some(row))
+            );
         }
     }
     if !absent.is_empty() {
@@ -879,70 +615,32 @@ pub fn measured_markdown(runs: &Runs, clients: &[&str]) -> String {
     out
 }
 
-fn main_cell_title(op: &str, size: Option<u64>, depth: u64) -> String {
-    let mut title = match op {
-        "get" => "GET (hit)",
-        "get_miss" => "GET (miss)",
-        "set" => "SET",
-        "set_ex" => "SET with expiry",
-        "pipeline_set" => "Pipelined SET",
-        other => other,
-    }
-    .to_string();
-    if depth > 1 {
-        let _ = write!(title, ", depth {}", format::depth(depth));
-    }
-    if let (Some(size), false) = (size, op == "pipeline_set") {
-        let _ = write!(title, " {}", format::size(size));
-    }
-    title
-}
-
 /// The headline block of the top-level README: Redis over TCP, GET 3 B and the deepest
 /// pipelined SET of the run, for the best hand-written client, the libraries and the baselines.
 pub fn headline_markdown(runs: &Runs) -> String {
     let results = runs.main.results;
-    let depth = results
-        .rows
-        .iter()
-        .filter(|r| {
-            r.backend == Backend::Redis && r.transport == Transport::Tcp && r.op == Op::PipelineSet
-        })
+    let redis_tcp = |r: &&Row| r.backend == Backend::Redis && r.transport == Transport::Tcp;
+    let depth = (results.rows.iter().filter(redis_tcp))
+        .filter(|r| r.op == Op::PipelineSet)
         .map(|r| r.pipeline)
         .max();
     let noise = results.noise().map(|n| n.median_spread);
-    let cells: [(Op, u64, u64); 2] = [
-        (Op::Get, 3, 1),
-        (Op::PipelineSet, 3, depth.unwrap_or(1_000_000)),
-    ];
-    let in_cell = |(op, size, depth): (Op, u64, u64)| -> Vec<&Row> {
-        results
-            .rows
-            .iter()
+    let column = |op: Op, depth: u64| -> Vec<&Row> {
+        (results.rows.iter().filter(redis_tcp))
             .filter(|r| {
-                r.backend == Backend::Redis
-                    && r.transport == Transport::Tcp
-                    && r.op == op
-                    && r.value_size == size
-                    && r.pipeline == depth
-                    && r.concurrency == 1
+                r.op == op && r.value_size == 3 && r.pipeline == depth && r.concurrency == 1
             })
             .collect()
     };
-    fn baseline<'r>(rows: &[&'r Row]) -> Option<&'r Row> {
-        rows.iter()
-            .copied()
-            .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some())
-    }
-    let mut out = md_spans(&{
-        let mut spans = vec![Span::Prose("Redis over TCP, one connection, in ".into())];
-        spans.extend(runs.main.describe());
-        spans.push(Span::Prose(".".into()));
-        spans
-    });
-    let _ = write!(
-        out,
-        "\n\n| client | GET 3 B, ops/s | × redis-benchmark | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
+    // Without a pipelined SET in the run, its column is empty: every row says so.
+    let columns = [
+        column(Op::Get, 1),
+        depth.map_or(Vec::new(), |d| column(Op::PipelineSet, d)),
+    ];
+    let mut out = format!(
+        "Redis over TCP, one connection, in {}.\n\n| client | GET 3 B, ops/s | × redis-benchmark \
+         | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
+        runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
     let roles = [
@@ -956,78 +654,63 @@ pub fn headline_markdown(runs: &Runs) -> String {
         ),
         ("loopback floor (the transport alone)", Role::Floor),
     ];
-    let columns: Vec<Vec<&Row>> = cells.iter().map(|c| in_cell(*c)).collect();
     for (label, role) in roles {
         let _ = write!(out, "| {label} |");
-        for (index, rows) in columns.iter().enumerate() {
-            let chosen = if index == 1 && depth.is_none() {
-                None
-            } else {
-                role.choose(rows)
-            };
+        for rows in &columns {
+            let chosen = role.choose(rows);
             let lookup = chosen.map_or(Lookup::Missing, Lookup::Found);
-            let value = match status_text(&lookup) {
-                Some(status) => format::markdown(&status),
-                None => {
-                    let ops = format::opt(lookup.ops(), format::grouped);
-                    match (role, chosen) {
-                        (Role::Client(_), _) | (_, None) => ops,
-                        (Role::BestHandWritten, Some(best)) => {
-                            // Every hand-written client this run cannot tell apart from the best.
-                            let mut names = vec![md_code(&best.client)];
-                            names.extend(
-                                rows.iter()
-                                    .filter(|r| {
-                                        r.kind == Kind::HandWritten
-                                            && r.ops().is_some()
-                                            && !std::ptr::eq(**r, best)
-                                            && !verdict::judge(best, noise, r, noise).is_decided()
-                                    })
-                                    .map(|r| md_code(&r.client)),
-                            );
-                            if names.len() == 1 {
-                                format!("{} {ops}", names[0])
-                            } else {
-                                format!(
-                                    "{ops}: {} (indistinguishable in this run)",
-                                    names.join(", ")
-                                )
-                            }
-                        }
-                        (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
+            let ops = lookup.ops_cell();
+            let value = match (role, chosen.filter(|r| r.ops().is_some())) {
+                (Role::Client(_), _) | (_, None) => ops,
+                (Role::BestHandWritten, Some(best)) => {
+                    // Every hand-written client this run cannot tell apart from the best.
+                    let mut names = vec![md_code(&best.client)];
+                    names.extend(
+                        rows.iter()
+                            .filter(|r| {
+                                r.kind == Kind::HandWritten
+                                    && r.ops().is_some()
+                                    && !std::ptr::eq(**r, best)
+                                    && !verdict::judge(best, noise, r, noise).is_decided()
+                            })
+                            .map(|r| md_code(&r.client)),
+                    );
+                    match names.as_slice() {
+                        [one] => format!("{one} {ops}"),
+                        _ => format!(
+                            "{ops}: {} (indistinguishable in this run)",
+                            names.join(", ")
+                        ),
                     }
                 }
+                (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
             };
-            let ratio = match (chosen, baseline(rows)) {
-                (Some(row), Some(base)) if row.ops().is_some() && !std::ptr::eq(row, base) => {
+            let baseline = (rows.iter().copied())
+                .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some());
+            let ratio = match (lookup.ops().and(chosen), baseline) {
+                (Some(row), Some(base)) if std::ptr::eq(row, base) => "1.00×".to_string(),
+                (Some(row), Some(base)) => {
                     let judged = verdict::judge(row, noise, base, noise);
                     judged.ratio.map_or("–".to_string(), |r| {
                         verdict::ratio_with_range(r, judged.range)
                             .replace("no range: measured once", "1 run")
                     })
                 }
-                (Some(row), Some(_)) if row.ops().is_some() => "1.00×".to_string(),
                 _ => "–".to_string(),
             };
             let _ = write!(out, " {value} | {ratio} |");
         }
         out.push('\n');
     }
-    let took = format!(
-        " (this run took {})",
-        format::run_duration(results.run.duration_s)
-    );
     let _ = write!(
         out,
         "\nRatios are quoted with their range (from each side's interval: criterion's confidence \
-         interval, or the range of its runs). Run-to-run noise: {}.\n",
-        crate::html::noise_text(results)
-    );
-    let _ = write!(
-        out,
-        "\nGet your own numbers: `make bench`{took}, then `make lessons RUN=<run-id>`. What each \
-         difference comes from, with these numbers and the code that causes it: \
-         [docs/lessons.md](docs/lessons.md).\n"
+         interval, or the range of its runs). Run-to-run noise: {}.\n\nGet your own numbers: \
+         `make bench` (this run took {}), then `make lessons RUN=<run-id>`. What each difference \
+         comes from, with these numbers and the code that causes it: \
+         [docs/lessons.md](docs/lessons.md).\n",
+        crate::html::noise_text(results),
+        format::run_duration(results.run.duration_s)
     );
     out
 }
@@ -1070,7 +753,8 @@ pub struct Generated {
 /// `<run_dir>/split/` if it exists) and rewrites, under the repository `root` (default: found
 /// around `run_dir`): the blocks of `docs/lessons.md`, each client crate's README block, the
 /// top-level README's headline block, `<run_dir>/lessons.md`, and `<run_dir>/index.html` (with
-/// `summary.md`). Every code anchor must resolve; every marker must be there exactly once.
+/// `summary.md`). Every code anchor must resolve and every marker be there exactly once, or
+/// nothing is written.
 pub fn generate(
     run_dir: &Path,
     split_dir: Option<&Path>,
@@ -1100,50 +784,55 @@ pub fn generate(
         },
     };
     let code = Code::strict(&root)?;
-    let mut generated = Generated::default();
-    let source = runs.main.source.clone();
+    let source = &runs.main.source;
 
-    // docs/lessons.md: one block per lesson.
+    // Every document's new text first: a marker problem anywhere writes nothing.
     let docs = root.join(DOCS_FILE);
     let docs_prefix = source::prefix_to_root(docs.parent().unwrap_or(&root), &root);
     let bodies = lessons_markdown(&runs, &code, "##", docs_prefix.as_deref());
-    let blocks: Vec<(&str, String)> = LESSONS.iter().map(|l| l.id).zip(bodies).collect();
-    rewrite(&docs, &source, &blocks, &mut generated)?;
-
-    // Each client crate's README.
+    let mut documents = vec![(docs, LESSONS.iter().map(|l| l.id).zip(bodies).collect())];
     for (folder, clients) in CRATES {
         let readme = root.join("crates").join(folder).join("README.md");
-        rewrite(
-            &readme,
-            &source,
-            &[(MEASURED_BLOCK, measured_markdown(&runs, clients))],
-            &mut generated,
-        )?;
+        documents.push((
+            readme,
+            vec![(MEASURED_BLOCK, measured_markdown(&runs, clients))],
+        ));
     }
-
-    // The top-level README's headline.
-    rewrite(
-        &root.join("README.md"),
-        &source,
-        &[(HEADLINE_BLOCK, headline_markdown(&runs))],
-        &mut generated,
-    )?;
+    let headline = vec![(HEADLINE_BLOCK, headline_markdown(&runs))];
+    documents.push((root.join("README.md"), headline));
+    let mut texts = Vec::new();
+    for (path, blocks) in documents {
+        let mut text = fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        for (name, body) in blocks {
+            text = markers::replace_block(&text, name, source, &body).map_err(|problem| {
+                Error::Marker {
+                    path: path.clone(),
+                    name: name.to_string(),
+                    problem,
+                }
+            })?;
+        }
+        texts.push((path, text));
+    }
 
     // The run's own lessons page, and its report.
     let run_prefix = source::prefix_to_root(run_dir, &root);
     let mut page = format!(
-        "# Lessons from run {}\n\nGenerated by `make lessons` from `{}`; do not edit (the text \
-         is in `crates/report/src/lessons/catalogue.rs`, the explanation of the page in \
+        "# Lessons from run {}\n\nGenerated by `make lessons` from `{source}`; do not edit (the \
+         text is in `crates/report/lessons/`, the explanation of the page in \
          `docs/lessons.md`).\n\n",
         format::markdown(&runs.main.id),
-        source
     );
-    for body in lessons_markdown(&runs, &code, "##", run_prefix.as_deref()) {
-        page.push_str(&body);
+    page.extend(lessons_markdown(&runs, &code, "##", run_prefix.as_deref()));
+    texts.push((run_dir.join(LESSONS_FILE), page));
+    let mut generated = Generated::default();
+    for (path, text) in texts {
+        crate::write(&path, &text)?;
+        generated.written.push(path);
     }
-    let page_path = run_dir.join(LESSONS_FILE);
-    crate::write(&page_path, &page)?;
-    generated.written.push(page_path);
     crate::render_run_sections(
         run_dir,
         &results,
@@ -1152,31 +841,6 @@ pub fn generate(
     generated.written.push(run_dir.join(crate::INDEX_FILE));
     generated.written.push(run_dir.join(crate::SUMMARY_FILE));
     Ok(generated)
-}
-
-/// Replaces `blocks` in `path`, failing (and writing nothing) on any marker problem.
-fn rewrite(
-    path: &Path,
-    source: &str,
-    blocks: &[(&str, String)],
-    generated: &mut Generated,
-) -> Result<(), Error> {
-    let io_error = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut text = fs::read_to_string(path).map_err(io_error)?;
-    for (name, body) in blocks {
-        text =
-            markers::replace_block(&text, name, source, body).map_err(|problem| Error::Marker {
-                path: path.to_path_buf(),
-                name: name.to_string(),
-                problem,
-            })?;
-    }
-    crate::write(path, &text)?;
-    generated.written.push(path.to_path_buf());
-    Ok(())
 }
 
 #[cfg(test)]

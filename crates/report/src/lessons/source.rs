@@ -1,44 +1,26 @@
-//! Code references: a file of the source tree and an anchor string, resolved to line numbers when
-//! the lessons are generated, so a link never points at lines that moved.
+//! Code references: anchors in the source, marked the way mdBook marks them,
+//!
+//! ```text
+//! // ANCHOR: connect_unix
+//! pub fn connect_unix(…) { … }
+//! // ANCHOR_END: connect_unix
+//! ```
+//!
+//! resolved to the lines between the two markers when the lessons are generated, so a link never
+//! points at lines that moved, and the code says which of its lines a lesson quotes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Error;
-
-/// How many lines a reference covers, starting at its anchor's line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Extent {
-    /// The item that starts on the anchor's line: up to the `}` that closes its first top-level
-    /// `{`, or up to a `;` at depth 0 if one comes first (a statement, a `const` of one line).
-    Item,
-    /// Just the anchor's line.
-    Line,
-}
-
-/// A few lines of our code that cause a measured difference.
-#[derive(Debug, Clone, Copy)]
-pub struct CodeRef {
-    /// Path from the repository root, for example `crates/raw-tcp/src/lib.rs`.
-    pub path: &'static str,
-    /// Strings searched in order, each on a line after the previous one's; the last one's line
-    /// is where the reference starts. `["impl Client for RedisSync", "fn get("]` finds the `get`
-    /// of that impl.
-    pub anchors: &'static [&'static str],
-    /// How far it extends.
-    pub extent: Extent,
-    /// What these lines do, in one phrase (prose, `code` spans allowed).
-    pub what: &'static str,
-}
+use super::catalogue::CodeRef;
 
 /// A [`CodeRef`] resolved in a source tree: 1-based, inclusive line numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
-    /// Path from the repository root.
-    pub path: &'static str,
-    /// First line.
+    /// First line after the `ANCHOR` marker.
     pub start: usize,
-    /// Last line.
+    /// Last line before the `ANCHOR_END` marker.
     pub end: usize,
 }
 
@@ -85,92 +67,33 @@ pub fn prefix_to_root(from: &Path, root: &Path) -> Option<String> {
     Some("../".repeat(inside.components().count()))
 }
 
-/// Resolves `code` against the files under `root`.
-pub fn resolve(root: &Path, code: &CodeRef) -> Result<Resolved, Error> {
-    let path = root.join(code.path);
-    let text = fs::read_to_string(&path).map_err(|source| Error::Source {
-        path: path.clone(),
-        source,
-    })?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut at = 0;
-    let mut start = None;
-    for (index, anchor) in code.anchors.iter().enumerate() {
-        let from = if index == 0 { 0 } else { at + 1 };
-        match (from..lines.len()).find(|&i| lines[i].contains(anchor)) {
-            Some(found) => {
-                at = found;
-                start = Some(found);
-            }
-            None => {
-                return Err(Error::Anchor {
-                    path: code.path.to_string(),
-                    anchor: code.anchors[..=index].join(" … "),
-                });
-            }
-        }
-    }
-    let start = start.ok_or_else(|| Error::Anchor {
-        path: code.path.to_string(),
-        anchor: "(no anchor given)".to_string(),
-    })?;
-    let end = match code.extent {
-        Extent::Line => start,
-        Extent::Item => item_end(&lines, start).ok_or_else(|| Error::Anchor {
-            path: code.path.to_string(),
-            anchor: format!("{} (the item never ends)", code.anchors.join(" … ")),
-        })?,
-    };
-    Ok(Resolved {
-        path: code.path,
-        start: start + 1,
-        end: end + 1,
+/// The index of the line that is the comment `// <marker>`, if any.
+pub fn marker_line(lines: &[&str], marker: &str) -> Option<usize> {
+    lines.iter().position(|line| {
+        line.trim()
+            .strip_prefix("//")
+            .is_some_and(|comment| comment.trim() == marker)
     })
 }
 
-/// The index of the line that ends the item starting at `start`. Brackets inside string
-/// literals and `//` comments are ignored; character literals are not special (none of the
-/// referenced items has a bracket in one).
-fn item_end(lines: &[&str], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut opened_brace = false;
-    for (index, line) in lines.iter().enumerate().skip(start) {
-        let mut chars = line.chars().peekable();
-        let mut in_string = false;
-        while let Some(c) = chars.next() {
-            if in_string {
-                match c {
-                    '\\' => {
-                        chars.next();
-                    }
-                    '"' => in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match c {
-                '"' => in_string = true,
-                '/' if chars.peek() == Some(&'/') => break,
-                '(' | '[' => depth += 1,
-                '{' => {
-                    if depth == 0 {
-                        opened_brace = true;
-                    }
-                    depth += 1;
-                }
-                ')' | ']' => depth = depth.saturating_sub(1),
-                '}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 && opened_brace {
-                        return Some(index);
-                    }
-                }
-                ';' if depth == 0 => return Some(index),
-                _ => {}
-            }
-        }
+/// Resolves `code` against the files under `root`: the lines between its two markers, which
+/// must both be there, in order, with at least one line between them.
+pub fn resolve(root: &Path, code: &CodeRef) -> Result<Resolved, Error> {
+    let path = root.join(&code.path);
+    let text = fs::read_to_string(&path).map_err(|source| Error::Io { path, source })?;
+    let lines: Vec<&str> = text.lines().collect();
+    let begin = marker_line(&lines, &format!("ANCHOR: {}", code.anchor));
+    let end = marker_line(&lines, &format!("ANCHOR_END: {}", code.anchor));
+    match (begin, end) {
+        (Some(begin), Some(end)) if begin + 1 < end => Ok(Resolved {
+            start: begin + 2,
+            end,
+        }),
+        _ => Err(Error::Anchor {
+            path: code.path.clone(),
+            anchor: code.anchor.clone(),
+        }),
     }
-    None
 }
 
 #[cfg(test)]
@@ -178,23 +101,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn items_end_at_their_closing_brace_or_semicolon() {
-        let lines: Vec<&str> = "fn a(\n    x: u8,\n) -> u8 {\n    let s = \"}\"; // }\n    x\n}\nconst B: u8 = 1;\nfn c() {}"
-            .lines()
-            .collect();
-        assert_eq!(item_end(&lines, 0), Some(5));
-        assert_eq!(item_end(&lines, 6), Some(6));
-        assert_eq!(item_end(&lines, 7), Some(7));
-        assert_eq!(item_end(&["fn open() {"], 0), None);
+    fn anchors_resolve_to_the_lines_between_their_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "fn a() {}\n    // ANCHOR: b\nfn b() {\n}\n    //ANCHOR_END: b\n// ANCHOR: empty\n// ANCHOR_END: empty\n// ANCHOR_END: late\n// ANCHOR: late\n// ANCHOR: bc\n";
+        fs::write(dir.path().join("x.rs"), text).unwrap();
+        let code = |anchor: &str| CodeRef {
+            anchor: anchor.to_string(),
+            path: "x.rs".to_string(),
+        };
+        let b = resolve(dir.path(), &code("b")).unwrap();
+        assert_eq!(b, Resolved { start: 3, end: 4 });
+        for missing in ["empty", "late", "bc", "a", "B"] {
+            assert!(
+                matches!(resolve(dir.path(), &code(missing)), Err(Error::Anchor { anchor, .. }) if anchor == missing),
+                "{missing}"
+            );
+        }
+        assert!(matches!(
+            resolve(
+                dir.path(),
+                &CodeRef {
+                    path: "gone.rs".into(),
+                    ..code("b")
+                }
+            ),
+            Err(Error::Io { .. })
+        ));
     }
 
     #[test]
     fn fragments() {
-        let many = Resolved {
-            path: "x",
-            start: 3,
-            end: 9,
-        };
+        let many = Resolved { start: 3, end: 9 };
         assert_eq!(many.fragment(), "#L3-L9");
         assert_eq!(many.lines_text(), "lines 3–9");
         let one = Resolved { end: 3, ..many };

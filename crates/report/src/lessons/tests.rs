@@ -1,8 +1,9 @@
 //! The lessons against committed fixtures (`tests/fixtures/lessons/`: rows of real runs, and the
 //! same rows with every number changed): numbers come from the fixture, regeneration touches only
 //! generated blocks, missing rows are named, anchors resolve, marker problems are typed errors.
+//! The lesson files are checked too: every table and anchor they declare is shown, and only once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +33,7 @@ fn checkout() -> tempfile::TempDir {
     let real = workspace();
     let mut files: BTreeSet<String> = LESSONS
         .iter()
-        .flat_map(|l| l.code.iter().map(|c| c.path.to_string()))
+        .flat_map(|l| l.code.iter().map(|c| c.path.clone()))
         .collect();
     files.insert(DOCS_FILE.into());
     files.insert("README.md".into());
@@ -190,28 +191,24 @@ fn every_number_printed_comes_from_the_fixture() {
     for (_, clients) in CRATES {
         text.push_str(&measured_markdown(&runs, clients));
     }
-    for lesson in LESSONS {
-        let mut fixed = vec![lesson.title, lesson.question, lesson.setup, lesson.gives_up];
-        fixed.extend(lesson.tables.iter().map(|t| t.title));
-        fixed.extend(lesson.code.iter().map(|c| c.what));
-        for (index, piece) in fixed.into_iter().enumerate() {
-            text = text.replace(piece, "");
-            if index == 0 {
-                text = text.replace(
-                    &format!(
-                        "## {}. ",
-                        LESSONS.iter().position(|l| l.id == lesson.id).unwrap() + 1
-                    ),
-                    "## ",
-                );
-            }
-        }
-    }
-    let text: String = text
+    // Code links first (their line numbers are the source's), then the lesson files' own text:
+    // every line piece outside a placeholder.
+    let mut text: String = text
         .lines()
         .filter(|l| !l.starts_with("- ["))
         .collect::<Vec<_>>()
         .join("\n");
+    for (index, lesson) in LESSONS.iter().enumerate() {
+        text = text.replace(&format!("## {}. {}", index + 1, lesson.title), "## ");
+        for line in lesson.body.lines() {
+            let pieces = line
+                .split("{{")
+                .map(|piece| piece.rsplit_once("}}").map_or(piece, |(_, after)| after));
+            for piece in pieces.filter(|p| p.trim().len() > 2) {
+                text = text.replace(piece.trim(), "");
+            }
+        }
+    }
 
     let mut allowed: BTreeSet<String> = BTreeSet::new();
     let mut allow = |s: &str| allowed.extend(numbers(s));
@@ -255,19 +252,10 @@ fn every_number_printed_comes_from_the_fixture() {
         }
     }
     allow("p99");
-    for pick in LESSONS
-        .iter()
-        .flat_map(|l| l.tables.iter().flat_map(|t| t.rows))
-    {
-        allow(&cell_name(
-            pick.backend,
-            pick.op,
-            Some(pick.size),
-            pick.pipeline,
-            pick.transport,
-        ));
+    for pick in LESSONS.iter().flat_map(|l| l.tables.iter().flatten()) {
+        allow(&pick.cell);
     }
-    for &(_, size, depth) in MAIN_CELLS {
+    for &(_, _, size, depth) in MAIN_CELLS {
         allow(&format::size(size.unwrap_or(0)));
         allow(&format::depth(depth));
     }
@@ -332,7 +320,7 @@ fn missing_failed_and_absent_rows_are_named_not_invented() {
     let headline = headline_markdown(&runs(&empty, None));
     assert!(headline.contains("not measured in this run"));
     assert!(
-        measured_markdown(&runs(&empty, None), &["raw-tcp"])
+        measured_markdown(&runs(&empty, None), "raw-tcp")
             .contains("Not measured in this run: GET (hit) 3 B;")
     );
 }
@@ -341,26 +329,82 @@ fn missing_failed_and_absent_rows_are_named_not_invented() {
 fn every_code_anchor_resolves_in_this_tree() {
     let root = workspace();
     let code = Code::strict(&root).expect("every anchor resolves");
-    for (lesson, resolved) in LESSONS.iter().zip(&code.resolved) {
-        for (reference, at) in lesson.code.iter().zip(resolved) {
-            let at = at.as_ref().unwrap();
-            let text = fs::read_to_string(root.join(reference.path)).unwrap();
-            let lines: Vec<&str> = text.lines().collect();
-            assert!(
-                at.start <= at.end && at.end <= lines.len(),
-                "{reference:?}: {at:?}"
-            );
-            let last = reference.anchors.last().unwrap();
-            assert!(
-                lines[at.start - 1].contains(last),
-                "{reference:?} starts at {at:?}"
-            );
-            assert!(
-                at.end - at.start < 60,
-                "{reference:?} spans {at:?}: too long to be a few lines"
+    let mut paths = BTreeMap::new();
+    for reference in LESSONS.iter().flat_map(|l| &l.code) {
+        // One name, one place: a lesson file names anchors without their file's context.
+        let path = paths.entry(&reference.anchor).or_insert(&reference.path);
+        assert_eq!(
+            *path, &reference.path,
+            "anchor {} in two files",
+            reference.anchor
+        );
+        let at = &code.resolved[reference];
+        let text = fs::read_to_string(root.join(&reference.path)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            at.start <= at.end && at.end < lines.len(),
+            "{reference:?}: {at:?}"
+        );
+        assert_eq!(
+            lines[at.start - 2].trim(),
+            format!("// ANCHOR: {}", reference.anchor)
+        );
+        assert_eq!(
+            lines[at.end].trim(),
+            format!("// ANCHOR_END: {}", reference.anchor)
+        );
+        assert!(
+            at.end - at.start < 60,
+            "{reference:?} spans {at:?}: too long to be a few lines"
+        );
+    }
+}
+
+#[test]
+fn every_table_and_anchor_a_lesson_declares_is_shown_once() {
+    let a = parse(FIXTURE_A);
+    let runs = runs(&a, None);
+    let code = Code::strict(&workspace()).unwrap();
+    let pages = lessons_markdown(&runs, &code, "##", Some("../"));
+    assert_eq!(pages.len(), 9);
+    for (lesson, page) in LESSONS.iter().zip(&pages) {
+        assert!(
+            !lesson.tables.is_empty() && !lesson.code.is_empty(),
+            "{}",
+            lesson.id
+        );
+        for index in 0..lesson.tables.len() {
+            assert_eq!(
+                lesson
+                    .body
+                    .matches(&format!("{{{{ tables[{index}] }}}}"))
+                    .count(),
+                1
             );
         }
+        assert_eq!(
+            page.matches("| client | cell |").count(),
+            lesson.tables.len(),
+            "{page}"
+        );
+        for reference in &lesson.code {
+            let placeholder = format!("{{{{ code.{} }}}}", reference.anchor);
+            assert_eq!(
+                lesson.body.matches(&placeholder).count(),
+                1,
+                "{}",
+                lesson.id
+            );
+            assert!(
+                page.contains(&format!("- [`{}` line", reference.path)),
+                "{page}"
+            );
+        }
+        assert!(!page.contains("{{") && !page.contains("}}"), "{page}");
     }
+    // Without a source tree, a reference names its file and anchor instead of lines.
+    let page = lessons_markdown(&runs, &Code::lenient(None), "##", None).concat();
+    assert!(page.contains("- `crates/raw-unix/src/lib.rs` at anchor `connect_unix`: all of"));
 }
 
 #[test]
@@ -511,14 +555,13 @@ fn marker_and_anchor_problems_are_typed_errors() {
             .contains("lib-fred/README.md: block lessons:measured: no BEGIN marker"),
         "{error}"
     );
+    // A problem in one document writes none of them.
+    assert_eq!(fs::read_to_string(&docs).unwrap(), text, "nothing written");
+    assert!(!run.join(LESSONS_FILE).exists(), "nothing written");
 
     let source = root.join("crates/raw-unix/src/lib.rs");
     let code = fs::read_to_string(&source).unwrap();
-    fs::write(
-        &source,
-        code.replace("pub fn connect_unix(", "pub fn renamed("),
-    )
-    .unwrap();
+    fs::write(&source, code.replace("// ANCHOR: connect_unix\n", "")).unwrap();
     let error = generate(&run, None, None).unwrap_err();
     assert!(matches!(error, Error::Anchor { .. }), "{error}");
     assert!(error.to_string().contains("connect_unix"), "{error}");
