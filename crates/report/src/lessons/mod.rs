@@ -211,12 +211,31 @@ impl Lookup<'_> {
         }
     }
 
-    /// The ops/s cell: the throughput, else why there is none.
+    /// The ops/s cell of a one-line table: the throughput, else why there is none.
     fn ops_cell(&self) -> String {
         self.status().map_or_else(
             || format::opt(self.ops(), format::grouped),
             |status| format::markdown(&status),
         )
+    }
+
+    /// The ops/s cell of a lesson table: the throughput, else why there is none. A failed or unsupported row's
+    /// reason is long: the cell says `unsupported (note n)` and `note` gets the reason, for a
+    /// line under the table (a reason inside the cell crushes the table's other columns).
+    fn ops_cell_noted(&self, notes: &mut Vec<String>) -> String {
+        match (self, self.status()) {
+            (_, None) => format::opt(self.ops(), format::grouped),
+            (Lookup::Found(row), Some(status)) if !row.is_ok() => {
+                notes.push(format!(
+                    "{} ({}): {}",
+                    md_code(&row.client),
+                    md_code(&row.cell),
+                    format::markdown(&status)
+                ));
+                format!("{} (note {})", crate::svg::status_word(row), notes.len())
+            }
+            (_, Some(status)) => format::markdown(&status),
+        }
     }
 }
 
@@ -330,6 +349,7 @@ impl Runs<'_> {
             "| {run_head}client | cell | ops/s | {RATIO_HEAD} | {COST_HEAD} |\n\
              |{run_align}---|---|--:|--:|{COST_ALIGN}|\n"
         );
+        let mut notes = Vec::new();
         for (pick, lookup) in picks.iter().zip(&found) {
             out.push_str("| ");
             if two_runs {
@@ -346,12 +366,15 @@ impl Runs<'_> {
                 "{} | {} | {} | {} | {} |",
                 md_code(&pick.client),
                 md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
-                lookup.ops_cell(),
+                lookup.ops_cell_noted(&mut notes),
                 format::opt(ratio, ratio_text),
                 cost_cells(lookup.row())
             );
         }
         out.push('\n');
+        for (index, note) in notes.iter().enumerate() {
+            let _ = writeln!(out, "Note {}: {note}\n", index + 1);
+        }
         out.push_str(&self.reading(picks, &found, two_runs));
         out
     }
