@@ -69,6 +69,8 @@ fn kind(spec: &ClientSpec) -> Kind {
 
 struct Harness {
     settings: Settings,
+    /// Every client the run knows, selected or not: the loopback floor's is among them.
+    clients: Vec<ClientSpec>,
     servers: Servers,
     dir: PathBuf,
     results: Arc<Mutex<Results>>,
@@ -194,7 +196,7 @@ fn time_driver(
                             if failure.borrow().is_some() {
                                 break;
                             }
-                            if let Err(err) = client.run(w, items).await {
+                            if let Err(err) = drivers::run_async(&mut ***client, w, items).await {
                                 *failure.borrow_mut() = Some(err);
                             }
                         }
@@ -656,11 +658,15 @@ fn floor_row(
     w: &Workload,
     options: &Options,
 ) -> Row {
-    let client_name = LoopbackFloor::client_name(cell.backend, cell.transport);
     let row = results::new_row(cell, baselines::LOOPBACK_FLOOR, Kind::Baseline);
-    let Some(spec) = kvbench_clients::by_name(client_name) else {
-        return row.fail(Status::Failed, format!("no client named {client_name}"));
+    let Some(spec) = LoopbackFloor::client(&h.clients, cell.backend, cell.transport).copied()
+    else {
+        return row.fail(
+            Status::Failed,
+            format!("no client declares the loopback floor of {cell}"),
+        );
     };
+    let client_name = spec.name;
     let floor =
         match LoopbackFloor::start(w, cell.transport, h.settings.placement.server_cpu, &h.dir) {
             Ok(floor) => floor,
@@ -881,6 +887,7 @@ fn run() -> Result<()> {
 
     let mut h = Harness {
         settings,
+        clients: kvbench_clients::all(),
         servers,
         dir: dir.clone(),
         results,

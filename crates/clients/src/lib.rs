@@ -52,4 +52,21 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn each_backend_and_transport_has_one_loopback_floor_client() {
+        use kvbench_core::{Backend, Transport};
+        for backend in [Backend::Redis, Backend::Memcached] {
+            for &transport in Transport::ALL {
+                let floor: Vec<_> = super::all()
+                    .into_iter()
+                    .filter(|spec| {
+                        spec.loopback_floor && spec.backend == backend && spec.supports(transport)
+                    })
+                    .map(|spec| spec.name)
+                    .collect();
+                assert_eq!(floor.len(), 1, "{backend}/{transport}: {floor:?}");
+            }
+        }
+    }
 }
