@@ -751,6 +751,13 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     let settings = Settings::from_env(test_flag)?;
+    run_with(kvbench_clients::all(), settings, &results::reports_dir())
+}
+
+/// Runs the matrix over `clients` (those `settings` select) with `settings`, writing the run
+/// under `reports`. criterion still reads the process's arguments (`--test`, `--bench`, a
+/// filter), so its mode must agree with `settings.mode`.
+pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) -> Result<()> {
     let placement = settings.placement;
     // Servers first: the thread that starts (and restarts) them must keep every CPU, and the
     // bench's own pinning below applies to this thread only.
@@ -765,7 +772,6 @@ fn run() -> Result<()> {
     }
 
     let id = run_id(&settings);
-    let reports = results::reports_dir();
     let dir = reports.join(&id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let policy = settings.mode.policy();
@@ -825,7 +831,7 @@ fn run() -> Result<()> {
         repeat: settings.repeat,
         order_seed: settings.order_seed,
         notes,
-        known_defects: kvbench_clients::all()
+        known_defects: clients
             .iter()
             .flat_map(|spec| {
                 spec.known_defects
@@ -865,9 +871,10 @@ fn run() -> Result<()> {
         .nresamples(policy.resamples)
         .output_directory(&dir.join("criterion"))
         .configure_from_args();
-    let specs: Vec<ClientSpec> = kvbench_clients::all()
-        .into_iter()
+    let specs: Vec<ClientSpec> = clients
+        .iter()
         .filter(|s| settings.wants_client(s.name))
+        .copied()
         .collect();
     let visits = settings.visits();
     eprintln!(
@@ -887,7 +894,7 @@ fn run() -> Result<()> {
 
     let mut h = Harness {
         settings,
-        clients: kvbench_clients::all(),
+        clients,
         servers,
         dir: dir.clone(),
         results,
@@ -938,7 +945,7 @@ fn run() -> Result<()> {
         }
     }
     h.save()?;
-    results::update_latest(&reports, &id)?;
+    results::update_latest(reports, &id)?;
     match kvbench_report::render_run(&h.dir) {
         Ok(()) => eprintln!("kvbench: report in {}", h.dir.join("index.html").display()),
         Err(err) => eprintln!("kvbench: the report could not be rendered: {err}"),
