@@ -201,7 +201,7 @@ fn memcached_text_cases() -> Vec<Case> {
     let endless_line = vec![b'a'; 4 * 1024];
     let largest_value = format!(
         "VALUE k 0 {}\r\nhello",
-        kvbench_memcached_text::reply::MAX_VALUE_LEN
+        kvbench_memcached_reply::MAX_VALUE_LEN
     );
     vec![
         case(
@@ -267,7 +267,7 @@ fn memcached_text_cases() -> Vec<Case> {
             drip(b"VALUE k 0 1\r\nx\r\nEND\r\n"),
         ),
         Case {
-            alloc_limit: 2 * kvbench_memcached_text::reply::MAX_VALUE_LEN,
+            alloc_limit: 2 * kvbench_memcached_reply::MAX_VALUE_LEN,
             ..case(
                 "largest_allowed_value_then_silence",
                 Text,
