@@ -1,7 +1,9 @@
 //! The one list of clients.
 //!
-//! Every test in the conformance kit and every benchmark cell runs over [`all`]. Adding a client is
-//! one line here (plus its crate in `Cargo.toml`); nothing else in the suite names clients.
+//! Every test in the conformance kit and every benchmark cell runs over [`all`]. A new client is its
+//! crate and its spec, then one line here (and the crate in `Cargo.toml`): the kit, the hostile
+//! and timeout tests and the bench select clients by what their specs declare, not by name
+//! (`CONTRIBUTING.md` lists the steps).
 #![deny(missing_docs)]
 
 use kvbench_core::ClientSpec;

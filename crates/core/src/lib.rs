@@ -12,8 +12,10 @@
 //! benchmark shows what the override buys.
 //!
 //! A client is described by a [`ClientSpec`]: its name, the backend it speaks to, the transports it
-//! can use, whether it is hand-written or a library, what it cannot do (and why), and a function
-//! that connects it to an [`Endpoint`]. The suite's one list of clients is a list of these.
+//! can use, whether it is hand-written or a library, how its `set_many` works ([`Pipelining`]),
+//! what it cannot do (and why), and a function that connects it to an [`Endpoint`] (a library
+//! that is async anyway adds its [`AsyncClient`] face). The suite's one list of clients is a list
+//! of these, and the kit and the bench select clients by what they declare, not by name.
 //!
 //! Errors are one typed [`Error`]: connection failures, timeouts, malformed replies, error replies
 //! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
@@ -29,7 +31,6 @@
 mod read_buffer;
 
 use std::fmt;
-use std::future::Future;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
