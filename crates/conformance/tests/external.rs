@@ -67,7 +67,9 @@ fn memcached_items(servers: &Servers) -> u64 {
 /// For each backend (reached over the given transport), the first hand-written and the first
 /// library client of the suite's list that can reach it: what the test needs is one of each
 /// kind, whichever they are.
-fn one_client_per_backend_and_kind(reached: &[(Backend, Transport)]) -> Vec<(ClientSpec, Transport)> {
+fn one_client_per_backend_and_kind(
+    reached: &[(Backend, Transport)],
+) -> Vec<(ClientSpec, Transport)> {
     let all = kvbench_clients::all();
     let mut chosen = Vec::new();
     for &(backend, transport) in reached {
@@ -94,7 +96,11 @@ fn kit_on_external_servers_leaves_foreign_data_untouched() {
         (Backend::Redis, Transport::Unix),
         (Backend::Memcached, Transport::Tcp),
     ]);
-    assert_eq!(clients.len(), 4, "a hand-written and a library client per backend");
+    assert_eq!(
+        clients.len(),
+        4,
+        "a hand-written and a library client per backend"
+    );
 
     let foreign = foreign_keys(&clients);
     for (backend, endpoint) in [

@@ -251,7 +251,13 @@ fn socket_timeout(fd: RawFd, option: libc::c_int) -> std::io::Result<Option<Dura
     // SAFETY: getsockopt writes at most `len` bytes into `value` and only reads the fd; on an fd
     // that is not a socket, or no longer open, it fails without side effects.
     let rc = unsafe {
-        libc::getsockopt(fd, libc::SOL_SOCKET, option, (&raw mut value).cast(), &mut len)
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&raw mut value).cast(),
+            &mut len,
+        )
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
@@ -330,8 +336,8 @@ fn default_timeouts_reach_the_socket(
         transport,
         Behaviour::Hostile(Answer::ThenSilence(Vec::new())),
     );
-    let client = (spec.connect)(server.endpoint(), &defaults)
-        .map_err(|err| format!("connect: {err}"))?;
+    let client =
+        (spec.connect)(server.endpoint(), &defaults).map_err(|err| format!("connect: {err}"))?;
     let sockets = sockets_connected_to(server.endpoint())?;
     drop(client);
     let [(read, write)] = sockets[..] else {

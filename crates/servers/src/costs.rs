@@ -205,7 +205,11 @@ pub fn assert_small_call_costs<C: Client + 'static>(
     let (reads, writes, allocations) = on_hit.measure(|client| {
         assert_eq!(client.get(&hit).expect("get").as_deref(), Some(&b"bar"[..]));
     });
-    assert_eq!((reads, writes), (1.0, 1.0), "{here}: reads, writes per GET hit");
+    assert_eq!(
+        (reads, writes),
+        (1.0, 1.0),
+        "{here}: reads, writes per GET hit"
+    );
     assert!(
         allocations <= 1.0,
         "{here}: {allocations} allocations per GET hit, want <= 1"
@@ -216,7 +220,11 @@ pub fn assert_small_call_costs<C: Client + 'static>(
     let (reads, writes, allocations) = on_miss.measure(|client| {
         assert_eq!(client.get(&never_written).expect("get"), None);
     });
-    assert_eq!((reads, writes), (1.0, 1.0), "{here}: reads, writes per GET miss");
+    assert_eq!(
+        (reads, writes),
+        (1.0, 1.0),
+        "{here}: reads, writes per GET miss"
+    );
     assert_eq!(allocations, 0.0, "{here}: allocations per GET miss");
     println!("{here}: GET miss = {writes} write + {reads} read, {allocations} allocations");
 
