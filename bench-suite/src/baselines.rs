@@ -10,7 +10,7 @@ use std::process::Command;
 use std::thread::JoinHandle;
 
 use anyhow::{Context, Result, bail};
-use kvbench_core::{Backend, Endpoint, Transport};
+use kvbench_core::{Backend, ClientSpec, Endpoint, Transport};
 
 use crate::drivers::Workload;
 use crate::matrix::{Cell, Mode, Op, SET_EX_TTL};
@@ -313,13 +313,16 @@ impl LoopbackFloor {
         })
     }
 
-    /// The client the floor is measured with: the fastest raw client of the backend.
-    pub fn client_name(backend: Backend, transport: Transport) -> &'static str {
-        match (backend, transport) {
-            (Backend::Redis, Transport::Tcp) => "raw-tcp",
-            (Backend::Redis, Transport::Unix) => "raw-unix",
-            (Backend::Memcached, _) => "memcached-text",
-        }
+    /// The client the floor is measured with: the first of `specs` that declares the role
+    /// ([`ClientSpec::loopback_floor`]) for this backend and transport.
+    pub fn client(
+        specs: &[ClientSpec],
+        backend: Backend,
+        transport: Transport,
+    ) -> Option<&ClientSpec> {
+        specs
+            .iter()
+            .find(|spec| spec.loopback_floor && spec.backend == backend && spec.supports(transport))
     }
 
     /// Waits for the server thread, which ends when the client disconnects.

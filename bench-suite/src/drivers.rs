@@ -1,12 +1,11 @@
-//! How a client is driven through a cell: the workload, the timed operation, and the async
-//! clients run natively on a runtime of their own.
+//! How a client is driven through a cell: the workload, the timed operation, and the clients
+//! whose spec has an async face (`ClientSpec::connect_async`) run natively on a runtime of their
+//! own.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Result};
-use kvbench_lib_fred::AsyncFred;
-use kvbench_lib_redis::AsyncRedis;
+use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Endpoint, Error, Options, Result};
 use tokio::runtime::Runtime;
 
 use crate::matrix::{Cell, Op, SET_EX_TTL};
@@ -99,83 +98,23 @@ pub fn run_sync(client: &mut dyn Client, w: &Workload, items: &[(&[u8], &[u8])])
     }
 }
 
-/// A natively async client.
-pub enum AsyncClient {
-    /// redis-rs's multiplexed connection.
-    Redis(AsyncRedis),
-    /// fred.
-    Fred(AsyncFred),
-}
-
-impl AsyncClient {
-    /// The clients that run natively async in the bench, by spec name.
-    pub fn is_async(name: &str) -> bool {
-        matches!(name, "redis-rs/async" | "fred")
-    }
-
-    async fn connect(name: &str, endpoint: &Endpoint, options: &Options) -> Result<AsyncClient> {
-        match name {
-            "redis-rs/async" => Ok(AsyncClient::Redis(
-                AsyncRedis::connect(endpoint, options).await?,
+/// The timed operation, natively async.
+pub async fn run_async(
+    client: &mut dyn AsyncClient,
+    w: &Workload,
+    items: &[(&[u8], &[u8])],
+) -> Result<()> {
+    match w.cell.op {
+        Op::Get => check_hit(client.get(&w.key).await?, w.value.len()),
+        Op::GetMiss => match client.get(&w.key).await? {
+            None => Ok(()),
+            Some(_) => Err(Error::Protocol(
+                "GET of a missing key returned a value".into(),
             )),
-            "fred" => Ok(AsyncClient::Fred(
-                AsyncFred::connect(endpoint, options).await?,
-            )),
-            other => Err(Error::Unsupported(format!(
-                "{other} has no native async driver"
-            ))),
-        }
-    }
-
-    async fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self {
-            AsyncClient::Redis(c) => c.get(key).await,
-            AsyncClient::Fred(c) => c.get(key).await,
-        }
-    }
-
-    async fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        match self {
-            AsyncClient::Redis(c) => c.set(key, value).await,
-            AsyncClient::Fred(c) => c.set(key, value).await,
-        }
-    }
-
-    async fn set_ex(&mut self, key: &[u8], value: &[u8], ttl: u32) -> Result<()> {
-        match self {
-            AsyncClient::Redis(c) => c.set_ex(key, value, ttl).await,
-            AsyncClient::Fred(c) => c.set_ex(key, value, ttl).await,
-        }
-    }
-
-    async fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        match self {
-            AsyncClient::Redis(c) => c.delete(key).await,
-            AsyncClient::Fred(c) => c.delete(key).await,
-        }
-    }
-
-    async fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        match self {
-            AsyncClient::Redis(c) => c.set_many(items).await,
-            AsyncClient::Fred(c) => c.set_many(items).await,
-        }
-    }
-
-    /// The timed operation, natively async.
-    pub async fn run(&mut self, w: &Workload, items: &[(&[u8], &[u8])]) -> Result<()> {
-        match w.cell.op {
-            Op::Get => check_hit(self.get(&w.key).await?, w.value.len()),
-            Op::GetMiss => match self.get(&w.key).await? {
-                None => Ok(()),
-                Some(_) => Err(Error::Protocol(
-                    "GET of a missing key returned a value".into(),
-                )),
-            },
-            Op::Set => self.set(&w.key, &w.value).await,
-            Op::SetEx => self.set_ex(&w.key, &w.value, SET_EX_TTL).await,
-            Op::PipelineSet => self.set_many(items).await,
-        }
+        },
+        Op::Set => client.set(&w.key, &w.value).await,
+        Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL).await,
+        Op::PipelineSet => client.set_many(items).await,
     }
 }
 
@@ -184,8 +123,8 @@ impl AsyncClient {
 pub struct AsyncDriver {
     /// The runtime; criterion's `to_async` blocks on it.
     pub runtime: Runtime,
-    /// The client.
-    pub client: AsyncClient,
+    /// The client's natively async face.
+    pub client: Box<dyn AsyncClient>,
 }
 
 impl Client for AsyncDriver {
@@ -216,16 +155,16 @@ pub enum Driver {
 }
 
 impl Driver {
-    /// Connects `spec` to `endpoint`: natively async where the bench has a driver for it.
+    /// Connects `spec` to `endpoint`: natively async where the spec has an async face.
     pub fn connect(spec: &ClientSpec, endpoint: &Endpoint, options: &Options) -> Result<Driver> {
-        if !AsyncClient::is_async(spec.name) {
+        let Some(connect_async) = spec.connect_async else {
             return Ok(Driver::Sync((spec.connect)(endpoint, options)?));
-        }
+        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(Error::Io)?;
-        let client = runtime.block_on(AsyncClient::connect(spec.name, endpoint, options))?;
+        let client = runtime.block_on(connect_async(endpoint, options))?;
         Ok(Driver::Async(AsyncDriver { runtime, client }))
     }
 
@@ -258,7 +197,7 @@ impl Driver {
             Driver::Async(AsyncDriver { runtime, client }) => runtime.block_on(async {
                 for _ in 0..n {
                     let start = Instant::now();
-                    client.run(w, items).await?;
+                    run_async(&mut **client, w, items).await?;
                     each(start.elapsed());
                 }
                 Ok(())

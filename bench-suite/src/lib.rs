@@ -1,7 +1,7 @@
 //! The benchmark suite: one criterion matrix over every client.
 //!
 //! One place lists the cells ([`matrix`]); one generic path benches any client
-//! ([`drivers::run_sync`], and [`drivers::AsyncClient::run`] for the natively async ones); the
+//! ([`drivers::run_sync`], and [`drivers::run_async`] for the natively async ones); the
 //! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
 //! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
 //! then measures its cost per operation ([`costs`]) and adds same-run baselines ([`baselines`]).

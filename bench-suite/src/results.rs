@@ -371,7 +371,7 @@ mod tests {
             pipeline: 1,
             transport: Transport::Tcp,
         };
-        new_row(&cell, "raw-tcp", kvbench_results::Kind::HandWritten).with_wall(
+        new_row(&cell, "a-client", kvbench_results::Kind::HandWritten).with_wall(
             wall_of(&[median * 0.99, median, median * 1.01]).unwrap(),
             "calls",
         )

@@ -69,6 +69,8 @@ fn kind(spec: &ClientSpec) -> Kind {
 
 struct Harness {
     settings: Settings,
+    /// Every client the run knows, selected or not: the loopback floor's is among them.
+    clients: Vec<ClientSpec>,
     servers: Servers,
     dir: PathBuf,
     results: Arc<Mutex<Results>>,
@@ -194,7 +196,7 @@ fn time_driver(
                             if failure.borrow().is_some() {
                                 break;
                             }
-                            if let Err(err) = client.run(w, items).await {
+                            if let Err(err) = drivers::run_async(&mut ***client, w, items).await {
                                 *failure.borrow_mut() = Some(err);
                             }
                         }
@@ -656,11 +658,15 @@ fn floor_row(
     w: &Workload,
     options: &Options,
 ) -> Row {
-    let client_name = LoopbackFloor::client_name(cell.backend, cell.transport);
     let row = results::new_row(cell, baselines::LOOPBACK_FLOOR, Kind::Baseline);
-    let Some(spec) = kvbench_clients::by_name(client_name) else {
-        return row.fail(Status::Failed, format!("no client named {client_name}"));
+    let Some(spec) = LoopbackFloor::client(&h.clients, cell.backend, cell.transport).copied()
+    else {
+        return row.fail(
+            Status::Failed,
+            format!("no client declares the loopback floor of {cell}"),
+        );
     };
+    let client_name = spec.name;
     let floor =
         match LoopbackFloor::start(w, cell.transport, h.settings.placement.server_cpu, &h.dir) {
             Ok(floor) => floor,
@@ -745,6 +751,13 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     let settings = Settings::from_env(test_flag)?;
+    run_with(kvbench_clients::all(), settings, &results::reports_dir())
+}
+
+/// Runs the matrix over `clients` (those `settings` select) with `settings`, writing the run
+/// under `reports`. criterion still reads the process's arguments (`--test`, `--bench`, a
+/// filter), so its mode must agree with `settings.mode`.
+pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) -> Result<()> {
     let placement = settings.placement;
     // Servers first: the thread that starts (and restarts) them must keep every CPU, and the
     // bench's own pinning below applies to this thread only.
@@ -759,7 +772,6 @@ fn run() -> Result<()> {
     }
 
     let id = run_id(&settings);
-    let reports = results::reports_dir();
     let dir = reports.join(&id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let policy = settings.mode.policy();
@@ -819,7 +831,7 @@ fn run() -> Result<()> {
         repeat: settings.repeat,
         order_seed: settings.order_seed,
         notes,
-        known_defects: kvbench_clients::all()
+        known_defects: clients
             .iter()
             .flat_map(|spec| {
                 spec.known_defects
@@ -859,9 +871,10 @@ fn run() -> Result<()> {
         .nresamples(policy.resamples)
         .output_directory(&dir.join("criterion"))
         .configure_from_args();
-    let specs: Vec<ClientSpec> = kvbench_clients::all()
-        .into_iter()
+    let specs: Vec<ClientSpec> = clients
+        .iter()
         .filter(|s| settings.wants_client(s.name))
+        .copied()
         .collect();
     let visits = settings.visits();
     eprintln!(
@@ -881,6 +894,7 @@ fn run() -> Result<()> {
 
     let mut h = Harness {
         settings,
+        clients,
         servers,
         dir: dir.clone(),
         results,
@@ -931,7 +945,7 @@ fn run() -> Result<()> {
         }
     }
     h.save()?;
-    results::update_latest(&reports, &id)?;
+    results::update_latest(reports, &id)?;
     match kvbench_report::render_run(&h.dir) {
         Ok(()) => eprintln!("kvbench: report in {}", h.dir.join("index.html").display()),
         Err(err) => eprintln!("kvbench: the report could not be rendered: {err}"),

@@ -51,7 +51,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Pipelining, ReadBuffer, Result,
+    Transport,
 };
 use kvbench_resp::Header;
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
@@ -335,15 +336,20 @@ pub const SPEC: ClientSpec = ClientSpec {
     transports: Transport::ALL,
     kind: Kind::HandWritten,
     summary: "raw-tcp's reads and writes, plus a pipelined set_many: 64 KiB writes, replies counted on a second thread",
-    pipelining: "pipelined: SETs written in 64 KiB chunks while a scoped reader thread counts replies \
-                 (batches of one chunk: one write, then read, no thread)",
+    pipelining: Pipelining::Pipelined(
+        "SETs written in 64 KiB chunks while a scoped reader thread counts replies (batches of \
+         one chunk: one write, then read, no thread)",
+    ),
     limitations: &[],
     slow_round_trip: None,
     known_defects: &[],
+    hostile_outcomes: &[],
+    loopback_floor: false,
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),
     },
+    connect_async: None,
 };
 
 #[cfg(test)]

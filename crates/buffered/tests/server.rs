@@ -3,17 +3,17 @@
 //! larger than the socket buffers must store every item, in order, with one `write` per chunk.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kvbench_buffered::{BufferedConnection, CHUNK_LEN, Duplex, connect_tcp, connect_unix};
-use kvbench_core::{
-    Backend, Client, Endpoint, Error, Options, Transport, connect_tcp_stream, connect_unix_stream,
-};
+use kvbench_core::{Backend, Client, Endpoint, Error, Options, Transport};
+use kvbench_servers::costs::{Counted, CountingAllocator, assert_small_call_costs};
 use kvbench_servers::{Servers, StartOptions};
+
+/// Counts allocations per thread, for the exact-costs test.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
@@ -57,79 +57,67 @@ fn dbsize(con: &mut redis::Connection) -> usize {
     query(con, &[b"DBSIZE"])
 }
 
-/// A client socket of either transport that counts the `write` calls made on it (from either
-/// of the client's threads).
-struct Counted {
-    socket: Socket,
-    writes: AtomicUsize,
-}
+/// A counted socket ([`kvbench_servers::costs::Counted`]) as `buffered` needs it: read and
+/// written through `&`, and shut down by either of its threads (a local type, because both
+/// `Duplex` and `Counted` belong to other crates).
+struct Shared(Counted);
 
-enum Socket {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Counted {
+impl Shared {
     fn connect(endpoint: &Endpoint) -> Self {
-        let options = Options::default();
-        let socket = match endpoint {
-            Endpoint::Tcp(addr) => Socket::Tcp(connect_tcp_stream(addr, &options, true).unwrap()),
-            Endpoint::Unix(path) => Socket::Unix(connect_unix_stream(path, &options).unwrap()),
-        };
-        Counted {
-            socket,
-            writes: AtomicUsize::new(0),
-        }
+        Shared(Counted::connect(endpoint))
     }
 
+    /// `write` calls so far, from either of the client's threads.
     fn writes(&self) -> usize {
-        self.writes.load(Ordering::Relaxed)
+        self.0.counts().1
     }
 }
 
-impl Read for &Counted {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &self.socket {
-            Socket::Tcp(socket) => (&*socket).read(buf),
-            Socket::Unix(socket) => (&*socket).read(buf),
-        }
-    }
-}
-
-impl Write for &Counted {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        match &self.socket {
-            Socket::Tcp(socket) => (&*socket).write(buf),
-            Socket::Unix(socket) => (&*socket).write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-}
-
-impl Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Duplex for Counted {
+impl Duplex for Shared {
     fn shutdown_both(&self) -> io::Result<()> {
-        match &self.socket {
-            Socket::Tcp(socket) => socket.shutdown_both(),
-            Socket::Unix(socket) => socket.shutdown_both(),
-        }
+        self.0.shutdown_both()
+    }
+}
+
+impl Read for &Shared {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.0).read(buf)
+    }
+}
+
+impl Write for &Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&self.0).write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Shared {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A small GET or SET is one `write` and one `read`, a GET hit one allocation at most, a miss
+/// none ([`kvbench_servers::costs`]).
+#[test]
+fn small_calls_are_one_write_one_read() {
+    let servers = start();
+    for &transport in Transport::ALL {
+        assert_small_call_costs(&servers, Backend::Redis, transport, |socket| {
+            BufferedConnection::new(Shared(socket))
+        });
     }
 }
 
@@ -151,7 +139,7 @@ fn chunks(items: &[(&[u8], &[u8])]) -> usize {
 /// `set_many` on a counted connection: it must succeed with one `write` per chunk. A blocking
 /// socket's `write` takes the whole buffer unless a signal or the write timeout cuts it short,
 /// so the count is exact: no write per command, no chunk split or merged.
-fn set_many_counted(con: &mut BufferedConnection<Counted>, items: &[(&[u8], &[u8])]) {
+fn set_many_counted(con: &mut BufferedConnection<Shared>, items: &[(&[u8], &[u8])]) {
     let before = con.stream().writes();
     con.set_many(items)
         .unwrap_or_else(|err| panic!("set_many: {err}"));
@@ -162,7 +150,7 @@ fn million(transport: Transport) {
     const ITEMS: usize = 1_000_000;
     let servers = start();
     let mut reference = reference(&servers);
-    let mut con = BufferedConnection::new(Counted::connect(&endpoint(&servers, transport)));
+    let mut con = BufferedConnection::new(Shared::connect(&endpoint(&servers, transport)));
     let items: Vec<(Vec<u8>, Vec<u8>)> = (0..ITEMS)
         .map(|i| {
             (

@@ -1,7 +1,9 @@
 //! The one list of clients.
 //!
-//! Every test in the conformance kit and every benchmark cell runs over [`all`]. Adding a client is
-//! one line here (plus its crate in `Cargo.toml`); nothing else in the suite names clients.
+//! Every test in the conformance kit and every benchmark cell runs over [`all`]. A new client is its
+//! crate and its spec, then one line here (and the crate in `Cargo.toml`): the kit, the hostile
+//! and timeout tests and the bench select clients by what their specs declare, not by name
+//! (`CONTRIBUTING.md` lists the steps).
 #![deny(missing_docs)]
 
 use kvbench_core::ClientSpec;
@@ -50,6 +52,23 @@ mod tests {
                 "{} has no transport",
                 spec.name
             );
+        }
+    }
+
+    #[test]
+    fn each_backend_and_transport_has_one_loopback_floor_client() {
+        use kvbench_core::{Backend, Transport};
+        for backend in [Backend::Redis, Backend::Memcached] {
+            for &transport in Transport::ALL {
+                let floor: Vec<_> = super::all()
+                    .into_iter()
+                    .filter(|spec| {
+                        spec.loopback_floor && spec.backend == backend && spec.supports(transport)
+                    })
+                    .map(|spec| spec.name)
+                    .collect();
+                assert_eq!(floor.len(), 1, "{backend}/{transport}: {floor:?}");
+            }
         }
     }
 }

@@ -16,6 +16,7 @@
 //! ever flushed.
 #![deny(missing_docs)]
 
+pub mod kit;
 mod reference;
 
 use std::sync::Arc;

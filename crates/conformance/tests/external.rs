@@ -9,27 +9,27 @@
 
 use std::sync::Arc;
 
-use kvbench_core::{Backend, Transport};
+use kvbench_core::{Backend, ClientSpec, Kind, Transport};
 use kvbench_servers::{External, Servers, StartOptions};
 
 /// Keys a careless suite would collide with: the benchmark's seed key, redis-benchmark's key,
-/// and the kit's own key names without a run prefix.
-fn foreign_keys() -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut keys: Vec<(Vec<u8>, Vec<u8>)> = [
-        "foo",
-        "key:__rand_int__",
-        "kit:raw-unix/unix/hit:by-client",
-        "kit:memcached-text/tcp/set_many:item:0",
-        "kvbench:precious",
-    ]
-    .iter()
-    .map(|key| {
-        (
-            key.as_bytes().to_vec(),
-            format!("user data under {key}").into_bytes(),
-        )
-    })
-    .collect();
+/// and the kit's own key names for `clients` without a run prefix.
+fn foreign_keys(clients: &[(ClientSpec, Transport)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let kit_keys = clients.iter().flat_map(|(spec, transport)| {
+        [
+            format!("kit:{}/{transport}/hit:by-client", spec.name),
+            format!("kit:{}/{transport}/set_many:item:0", spec.name),
+        ]
+    });
+    let mut keys: Vec<(Vec<u8>, Vec<u8>)> = ["foo", "key:__rand_int__", "kvbench:precious"]
+        .into_iter()
+        .map(String::from)
+        .chain(kit_keys)
+        .map(|key| {
+            let value = format!("user data under {key}");
+            (key.into_bytes(), value.into_bytes())
+        })
+        .collect();
     keys.extend((0..50).map(|i| {
         (
             format!("user:{i}").into_bytes(),
@@ -64,14 +64,45 @@ fn memcached_items(servers: &Servers) -> u64 {
     stats[0].1["curr_items"].parse().unwrap()
 }
 
+/// For each backend (reached over the given transport), the first hand-written and the first
+/// library client of the suite's list that can reach it: what the test needs is one of each
+/// kind, whichever they are.
+fn one_client_per_backend_and_kind(
+    reached: &[(Backend, Transport)],
+) -> Vec<(ClientSpec, Transport)> {
+    let all = kvbench_clients::all();
+    let mut chosen = Vec::new();
+    for &(backend, transport) in reached {
+        for kind in [Kind::HandWritten, Kind::Library] {
+            let first = all.iter().find(|spec| {
+                spec.backend == backend
+                    && spec.kind == kind
+                    && spec.supports(transport)
+                    && spec.slow_round_trip.is_none()
+            });
+            chosen.extend(first.map(|spec| (*spec, transport)));
+        }
+    }
+    chosen
+}
+
 #[test]
 fn kit_on_external_servers_leaves_foreign_data_untouched() {
     let owner = Servers::start_private(&StartOptions::default()).expect("start the user's servers");
     // Redis through its Unix socket, memcached through TCP: both URL forms get exercised.
     let redis_endpoint = owner.endpoint(Backend::Redis, Transport::Unix).unwrap();
     let memcached_endpoint = owner.endpoint(Backend::Memcached, Transport::Tcp).unwrap();
+    let clients = one_client_per_backend_and_kind(&[
+        (Backend::Redis, Transport::Unix),
+        (Backend::Memcached, Transport::Tcp),
+    ]);
+    assert_eq!(
+        clients.len(),
+        4,
+        "a hand-written and a library client per backend"
+    );
 
-    let foreign = foreign_keys();
+    let foreign = foreign_keys(&clients);
     for (backend, endpoint) in [
         (Backend::Redis, &redis_endpoint),
         (Backend::Memcached, &memcached_endpoint),
@@ -93,21 +124,8 @@ fn kit_on_external_servers_leaves_foreign_data_untouched() {
         .expect("use them as external servers"),
     );
     assert!(guest.key_prefix(Backend::Redis).starts_with("kvbench:"));
-    let clients: Vec<_> = kvbench_clients::all()
-        .into_iter()
-        .filter(|spec| {
-            [
-                "raw-unix",
-                "redis-rs",
-                "memcached-text",
-                "memcache/no-check",
-            ]
-            .contains(&spec.name)
-        })
-        .collect();
-    assert_eq!(clients.len(), 4, "the clients this test names exist");
-
-    let cases: Vec<_> = kvbench_conformance::cases(&guest, &clients)
+    let specs: Vec<ClientSpec> = clients.iter().map(|(spec, _)| *spec).collect();
+    let cases: Vec<_> = kvbench_conformance::cases(&guest, &specs)
         .into_iter()
         .filter(|case| case.unavailable.is_none())
         .collect();

@@ -17,7 +17,7 @@
 //! address space limited to [`CHILD_ADDRESS_SPACE`], so that what a hostile length does to a
 //! library is the same on every machine. Each trial asserts the first call's outcome — a value,
 //! a typed error, a panic or the death of the process — against what that library at its pinned
-//! version is known to do: [`library_outcome`] for ordinary outcomes, the spec's
+//! version is known to do, as its spec declares: `hostile_outcomes` for ordinary outcomes,
 //! `known_defects` for the library's faults. A change in a library's behaviour fails its trial.
 //! What each library did is printed as a table at the end.
 
@@ -201,7 +201,7 @@ fn memcached_text_cases() -> Vec<Case> {
     let endless_line = vec![b'a'; 4 * 1024];
     let largest_value = format!(
         "VALUE k 0 {}\r\nhello",
-        kvbench_memcached_text::reply::MAX_VALUE_LEN
+        kvbench_memcached_reply::MAX_VALUE_LEN
     );
     vec![
         case(
@@ -267,7 +267,7 @@ fn memcached_text_cases() -> Vec<Case> {
             drip(b"VALUE k 0 1\r\nx\r\nEND\r\n"),
         ),
         Case {
-            alloc_limit: 2 * kvbench_memcached_text::reply::MAX_VALUE_LEN,
+            alloc_limit: 2 * kvbench_memcached_reply::MAX_VALUE_LEN,
             ..case(
                 "largest_allowed_value_then_silence",
                 Text,
@@ -329,12 +329,24 @@ fn memcached_binary_cases() -> Vec<Case> {
 fn cases_for(spec: &ClientSpec) -> Vec<Case> {
     match spec.backend {
         Backend::Redis => redis_cases(),
-        // The memcache crate speaks binary unless its URL asks for ascii; its specs say which.
-        Backend::Memcached if spec.kind == Kind::Library && !spec.name.contains("ascii") => {
+        // A memcached library speaks the binary or the text protocol: its spec says which by the
+        // cases it declares outcomes for. Hand-written memcached clients speak text.
+        Backend::Memcached
+            if spec.kind == Kind::Library && declares(spec, &memcached_binary_cases()) =>
+        {
             memcached_binary_cases()
         }
         Backend::Memcached => memcached_text_cases(),
     }
+}
+
+/// True if the spec declares an outcome (ordinary or a known defect) and every one it declares
+/// is for one of `cases`.
+fn declares(spec: &ClientSpec, cases: &[Case]) -> bool {
+    let mut inputs = (spec.hostile_outcomes.iter().map(|ordinary| ordinary.input))
+        .chain(spec.known_defects.iter().map(|defect| defect.input))
+        .peekable();
+    inputs.peek().is_some() && inputs.all(|input| cases.iter().any(|case| case.name == input))
 }
 
 fn options() -> Options {
@@ -531,71 +543,6 @@ fn run_with_deadline(
 // Library clients: held to their known outcomes, each case in a child process
 // ---------------------------------------------------------------------------------------------
 
-const TIMED_OUT: &str = "Err(Timeout)";
-const PROTOCOL: &str = "Err(Protocol)";
-const IO: &str = "Err(Io)";
-const SERVER: &str = "Err(Server)";
-
-/// What a library client's first call does on a case that is not one of its known defects (those
-/// are data in its spec, `ClientSpec::known_defects`). Observed with the versions in `Cargo.lock`;
-/// `None` when nothing is recorded, which fails the trial.
-fn library_outcome(client: &str, case: &str) -> Option<&'static str> {
-    let redis_rs = matches!(client, "redis-rs" | "redis-rs/async");
-    let fred = client == "fred";
-    let memcache_text = matches!(client, "memcache/ascii" | "memcache/ascii/no-check");
-    let memcache_binary = matches!(client, "memcache" | "memcache/no-check");
-    let outcome = match case {
-        // Cases where the rest of the reply never comes: every library waits for it until its
-        // timeout, holding at most what arrived (an absurd length is not allocated up front).
-        "truncated_reply_then_silence"
-        | "truncated_header_then_silence"
-        | "absurd_bulk_length"
-        | "absurd_array_length"
-        | "largest_allowed_bulk_then_silence"
-        | "largest_allowed_value_then_silence" => TIMED_OUT,
-        // The Redis libraries read a 100 KiB line and wait for its end; the memcache crate
-        // rejects the 4 KiB line it is given.
-        "line_without_end" if redis_rs || fred => TIMED_OUT,
-        "line_without_end" if memcache_text => PROTOCOL,
-        // `!` is RESP3's blob error: both Redis libraries read `!5\r\nhello\r\n` as an error
-        // reply whose message is `hello`.
-        "wrong_type_byte" if redis_rs || fred => SERVER,
-        "wrong_type_byte" if memcache_text => PROTOCOL,
-        "reply_of_the_wrong_type" | "missing_crlf_after_bulk" | "deeply_nested_arrays"
-            if redis_rs =>
-        {
-            PROTOCOL
-        }
-        "bare_lf_in_header" if redis_rs || fred => PROTOCOL,
-        "negative_bulk_length" if fred => PROTOCOL,
-        // redis-rs/async reports the end of stream mid-reply as a parse error.
-        "closed_mid_bulk" if client == "redis-rs/async" => PROTOCOL,
-        "closed_mid_bulk" | "closed_mid_value" | "closed_mid_body" => IO,
-        // The timeout bounds each read, not the reply, for the sync redis-rs connection and the
-        // memcache crate: a reply dripped a byte every 100 ms arrives whole. redis-rs/async and
-        // fred time the whole command.
-        "dripped_past_the_timeout" if client == "redis-rs" || memcache_text => "Ok(Some(1 byte))",
-        "dripped_past_the_timeout" if memcache_binary => "Ok(Some(5 bytes))",
-        "dripped_past_the_timeout" if redis_rs || fred => TIMED_OUT,
-        // memcache reads a status line up to `\r\n`: `END\n` is not one, so it waits for more.
-        "bare_lf_in_status" if memcache_text => TIMED_OUT,
-        "unknown_status_line"
-        | "negative_value_length"
-        | "byte_count_below_the_data"
-        | "byte_count_above_the_data"
-        | "value_for_another_key"
-            if memcache_text =>
-        {
-            PROTOCOL
-        }
-        "bad_magic_byte" if memcache_binary => PROTOCOL,
-        // A non-zero status is the server's answer to the command.
-        "unknown_status" if memcache_binary => SERVER,
-        _ => return None,
-    };
-    Some(outcome)
-}
-
 /// The outcome a library's first call must have on a case: its known defect for that case, or
 /// its ordinary outcome — exactly one of them.
 fn expected_library_outcome(spec: &ClientSpec, case: &str) -> Result<&'static str, String> {
@@ -603,7 +550,12 @@ fn expected_library_outcome(spec: &ClientSpec, case: &str) -> Result<&'static st
         .known_defects
         .iter()
         .find(|defect| defect.input == case);
-    match (defect, library_outcome(spec.name, case)) {
+    let ordinary = spec
+        .hostile_outcomes
+        .iter()
+        .find(|ordinary| ordinary.input == case)
+        .map(|ordinary| ordinary.outcome);
+    match (defect, ordinary) {
         (Some(defect), None) => Ok(defect.outcome),
         (None, Some(outcome)) => Ok(outcome),
         (Some(_), Some(_)) => Err(format!(
@@ -612,7 +564,7 @@ fn expected_library_outcome(spec: &ClientSpec, case: &str) -> Result<&'static st
         )),
         (None, None) => Err(format!(
             "{} on {case}: no expected outcome recorded (run the case, see what the library \
-             does, and record it in library_outcome or as a known defect in its spec)",
+             does, and record it in its spec: hostile_outcomes, or known_defects for a fault)",
             spec.name
         )),
     }
@@ -638,8 +590,8 @@ fn judge_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result
     Ok(row)
 }
 
-/// Every known defect names a case its library meets and the version `Cargo.lock` holds, and
-/// hand-written clients list none.
+/// Every known defect names a case its library meets and the version `Cargo.lock` holds, every
+/// declared outcome names a case, and hand-written clients declare neither.
 fn check_known_defects() -> Result<(), Failed> {
     let lock_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock");
     let lock = std::fs::read_to_string(lock_path).map_err(|err| format!("{lock_path}: {err}"))?;
@@ -652,7 +604,21 @@ fn check_known_defects() -> Result<(), Failed> {
                 spec.name
             ));
         }
+        if spec.kind == Kind::HandWritten && !spec.hostile_outcomes.is_empty() {
+            problems.push(format!(
+                "{}: a hand-written client is held to typed errors, not to declared outcomes",
+                spec.name
+            ));
+        }
         let cases = cases_for(&spec);
+        for ordinary in spec.hostile_outcomes {
+            if !cases.iter().any(|case| case.name == ordinary.input) {
+                problems.push(format!(
+                    "{}: no hostile case {:?} for this client",
+                    spec.name, ordinary.input
+                ));
+            }
+        }
         for defect in spec.known_defects {
             listed += 1;
             if !cases.iter().any(|case| case.name == defect.input) {

@@ -13,12 +13,14 @@
 //!   connect timeout in `std`; the clients document that instead (a local connect fails at once
 //!   when nothing listens and only waits while a live server's backlog is full).
 //! - **defaults**: `Options::default()` reaches the socket (`SO_RCVTIMEO`, `SO_SNDTIMEO`), read
-//!   back from the connection each crate's own `connect_*` function returns.
+//!   back from the socket the spec's `connect` opened (found by its peer, the fake server).
 
 mod fake;
 
+use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -238,49 +240,89 @@ fn connect_timeout_on_a_full_backlog(spec: &ClientSpec) -> Result<(), String> {
 
 type SocketTimeouts = (Option<Duration>, Option<Duration>);
 
-fn tcp_timeouts(stream: &TcpStream) -> std::io::Result<SocketTimeouts> {
-    Ok((stream.read_timeout()?, stream.write_timeout()?))
+/// One of `SO_RCVTIMEO`, `SO_SNDTIMEO` on `fd`; `None` inside when unset, `Err` when `fd` is
+/// not a socket (or was closed meanwhile: every fd of the process is looked at).
+fn socket_timeout(fd: RawFd, option: libc::c_int) -> std::io::Result<Option<Duration>> {
+    let mut value = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `value` and only reads the fd; on an fd
+    // that is not a socket, or no longer open, it fails without side effects.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&raw mut value).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let timeout = Duration::new(value.tv_sec as u64, value.tv_usec as u32 * 1_000);
+    Ok((!timeout.is_zero()).then_some(timeout))
 }
 
-fn unix_timeouts(stream: &std::os::unix::net::UnixStream) -> std::io::Result<SocketTimeouts> {
-    Ok((stream.read_timeout()?, stream.write_timeout()?))
+/// The peer of the socket `fd`, as an [`Endpoint`]: `None` for anything else (a listener, an
+/// unnamed Unix peer, not a socket).
+fn peer(fd: RawFd) -> Option<Endpoint> {
+    // SAFETY: all-zero is a valid `sockaddr_storage`; getpeername writes at most `len` bytes of
+    // the address into it and only reads the fd.
+    let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as above.
+    let rc = unsafe { libc::getpeername(fd, (&raw mut address).cast(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    match libc::c_int::from(address.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a `sockaddr_in`, which it is large
+            // enough and aligned for.
+            let v4 = unsafe { &*(&raw const address).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+            let port = u16::from_be(v4.sin_port);
+            Some(Endpoint::Tcp(SocketAddr::from((ip, port)).to_string()))
+        }
+        libc::AF_UNIX => {
+            // SAFETY: as above, for a `sockaddr_un`.
+            let unix = unsafe { &*(&raw const address).cast::<libc::sockaddr_un>() };
+            let path: Vec<u8> = unix
+                .sun_path
+                .iter()
+                .take_while(|&&byte| byte != 0)
+                .map(|&byte| byte as u8)
+                .collect();
+            (!path.is_empty()).then(|| Endpoint::Unix(OsString::from_vec(path).into()))
+        }
+        _ => None,
+    }
 }
 
-/// The read and write timeouts on the socket of a connection made by the client's own crate.
-/// `None` for a client this table does not know yet: add it here.
-fn socket_timeouts(
-    name: &str,
-    endpoint: &Endpoint,
-    options: &Options,
-) -> Option<Result<SocketTimeouts, String>> {
-    let result =
-        match (name, endpoint) {
-            // Every raw-tcp variant connects through the same function; only its Config differs.
-            (name, Endpoint::Tcp(addr)) if name.starts_with("raw-tcp") => {
-                kvbench_raw_tcp::connect_tcp(addr, options, kvbench_raw_tcp::Config::default())
-                    .and_then(|c| Ok(tcp_timeouts(c.stream())?))
-            }
-            ("raw-unix", Endpoint::Unix(path)) => kvbench_raw_unix::connect_unix(path, options)
-                .and_then(|c| Ok(unix_timeouts(c.stream())?)),
-            ("buffered", Endpoint::Tcp(addr)) => kvbench_buffered::connect_tcp(addr, options)
-                .and_then(|c| Ok(tcp_timeouts(c.stream())?)),
-            ("buffered", Endpoint::Unix(path)) => kvbench_buffered::connect_unix(path, options)
-                .and_then(|c| Ok(unix_timeouts(c.stream())?)),
-            ("inline", Endpoint::Tcp(addr)) => kvbench_inline::connect_tcp(addr, options)
-                .and_then(|c| Ok(tcp_timeouts(c.stream())?)),
-            ("inline", Endpoint::Unix(path)) => kvbench_inline::connect_unix(path, options)
-                .and_then(|c| Ok(unix_timeouts(c.stream())?)),
-            ("memcached-text", Endpoint::Tcp(addr)) => {
-                kvbench_memcached_text::connect_tcp(addr, options)
-                    .and_then(|mut c| Ok(tcp_timeouts(c.stream_mut())?))
-            }
-            ("memcached-text", Endpoint::Unix(path)) => {
-                kvbench_memcached_text::connect_unix(path, options)
-                    .and_then(|mut c| Ok(unix_timeouts(c.stream_mut())?))
-            }
-            _ => return None,
+/// The read and write timeouts on the sockets of this process whose peer is `endpoint`: the
+/// client's connection to a fake server, whoever wrote the client (the server's own sockets
+/// have the client, not itself, as their peer). Found through `/proc/self/fd`, so that no
+/// client's crate has to expose its socket for this test.
+fn sockets_connected_to(endpoint: &Endpoint) -> Result<Vec<SocketTimeouts>, String> {
+    let fds = std::fs::read_dir("/proc/self/fd").map_err(|err| format!("/proc/self/fd: {err}"))?;
+    let mut found = Vec::new();
+    for entry in fds.flatten() {
+        let Ok(fd) = entry.file_name().to_string_lossy().parse::<RawFd>() else {
+            continue;
         };
-    Some(result.map_err(|err| format!("connect: {err}")))
+        if peer(fd).as_ref() != Some(endpoint) {
+            continue;
+        }
+        let read = socket_timeout(fd, libc::SO_RCVTIMEO);
+        let write = socket_timeout(fd, libc::SO_SNDTIMEO);
+        if let (Ok(read), Ok(write)) = (read, write) {
+            found.push((read, write));
+        }
+    }
+    Ok(found)
 }
 
 fn default_timeouts_reach_the_socket(
@@ -294,13 +336,17 @@ fn default_timeouts_reach_the_socket(
         transport,
         Behaviour::Hostile(Answer::ThenSilence(Vec::new())),
     );
-    let Some(found) = socket_timeouts(spec.name, server.endpoint(), &defaults) else {
+    let client =
+        (spec.connect)(server.endpoint(), &defaults).map_err(|err| format!("connect: {err}"))?;
+    let sockets = sockets_connected_to(server.endpoint())?;
+    drop(client);
+    let [(read, write)] = sockets[..] else {
         return Err(format!(
-            "{}: add the client to socket_timeouts() in this file",
-            spec.name
+            "want one socket connected to {}, found {}",
+            server.endpoint(),
+            sockets.len()
         ));
     };
-    let (read, write) = found?;
     let want = Some(Options::DEFAULT_TIMEOUT);
     if (read, write) != (want, want) {
         return Err(format!(

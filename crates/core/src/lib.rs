@@ -12,8 +12,10 @@
 //! benchmark shows what the override buys.
 //!
 //! A client is described by a [`ClientSpec`]: its name, the backend it speaks to, the transports it
-//! can use, whether it is hand-written or a library, what it cannot do (and why), and a function
-//! that connects it to an [`Endpoint`]. The suite's one list of clients is a list of these.
+//! can use, whether it is hand-written or a library, how its `set_many` works ([`Pipelining`]),
+//! what it cannot do (and why), and a function that connects it to an [`Endpoint`] (a library
+//! that is async anyway adds its [`AsyncClient`] face). The suite's one list of clients is a list
+//! of these, and the kit and the bench select clients by what they declare, not by name.
 //!
 //! Errors are one typed [`Error`]: connection failures, timeouts, malformed replies, error replies
 //! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
@@ -33,6 +35,7 @@ use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 pub use crate::read_buffer::ReadBuffer;
@@ -445,6 +448,132 @@ macro_rules! impl_client_by_blocking_on {
     };
 }
 
+/// A future of one [`AsyncClient`] call. Boxed, so that the trait can be a trait object (the
+/// bench holds `Box<dyn AsyncClient>` without knowing the library) and this crate names no
+/// runtime: the future runs on whatever runtime the library needs, which its caller provides.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + 'a>>;
+
+/// The contract's operations, natively async: how the bench drives a client whose library is
+/// async without a `block_on` per call. Same semantics as [`Client`]; `set_many` has no default,
+/// since only a library that is async anyway offers this face.
+pub trait AsyncClient: Send {
+    /// [`Client::get`].
+    fn get<'a>(&'a mut self, key: &'a [u8]) -> BoxFuture<'a, Option<Vec<u8>>>;
+
+    /// [`Client::set`].
+    fn set<'a>(&'a mut self, key: &'a [u8], value: &'a [u8]) -> BoxFuture<'a, ()>;
+
+    /// [`Client::set_ex`].
+    fn set_ex<'a>(&'a mut self, key: &'a [u8], value: &'a [u8], ttl_secs: u32)
+    -> BoxFuture<'a, ()>;
+
+    /// [`Client::delete`].
+    fn delete<'a>(&'a mut self, key: &'a [u8]) -> BoxFuture<'a, bool>;
+
+    /// [`Client::set_many`].
+    fn set_many<'a>(&'a mut self, items: &'a [(&'a [u8], &'a [u8])]) -> BoxFuture<'a, ()>;
+}
+
+/// Implements [`AsyncClient`] for a type with async `get`, `set`, `set_ex`, `delete` and
+/// `set_many` methods of the contract's signatures (taking `&self` or `&mut self`), by boxing
+/// each call's future, and defines `$connect`, the [`ConnectAsyncFn`] that boxes the type's
+/// `async fn connect(&Endpoint, &Options) -> Result<Self>`: how the library adapters offer
+/// their native async face.
+#[macro_export]
+macro_rules! impl_async_client_by_boxing {
+    ($type:ty, $connect:ident) => {
+        fn $connect<'a>(
+            endpoint: &'a $crate::Endpoint,
+            options: &'a $crate::Options,
+        ) -> $crate::BoxFuture<'a, Box<dyn $crate::AsyncClient>> {
+            Box::pin(async move {
+                Ok(Box::new(<$type>::connect(endpoint, options).await?)
+                    as Box<dyn $crate::AsyncClient>)
+            })
+        }
+
+        impl $crate::AsyncClient for $type {
+            fn get<'a>(&'a mut self, key: &'a [u8]) -> $crate::BoxFuture<'a, Option<Vec<u8>>> {
+                Box::pin(<$type>::get(self, key))
+            }
+
+            fn set<'a>(&'a mut self, key: &'a [u8], value: &'a [u8]) -> $crate::BoxFuture<'a, ()> {
+                Box::pin(<$type>::set(self, key, value))
+            }
+
+            fn set_ex<'a>(
+                &'a mut self,
+                key: &'a [u8],
+                value: &'a [u8],
+                ttl_secs: u32,
+            ) -> $crate::BoxFuture<'a, ()> {
+                Box::pin(<$type>::set_ex(self, key, value, ttl_secs))
+            }
+
+            fn delete<'a>(&'a mut self, key: &'a [u8]) -> $crate::BoxFuture<'a, bool> {
+                Box::pin(<$type>::delete(self, key))
+            }
+
+            fn set_many<'a>(
+                &'a mut self,
+                items: &'a [(&'a [u8], &'a [u8])],
+            ) -> $crate::BoxFuture<'a, ()> {
+                Box::pin(<$type>::set_many(self, items))
+            }
+        }
+    };
+}
+
+/// How a client's `set_many` sends its items, with one line for reports on how it does it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipelining {
+    /// `set_many` is overridden to send items without waiting for a reply to each.
+    Pipelined(&'static str),
+    /// `set_many` is the contract's default loop: one round trip per item.
+    OneByOne(&'static str),
+}
+
+impl Pipelining {
+    /// The line for reports.
+    pub fn description(self) -> &'static str {
+        match self {
+            Pipelining::Pipelined(text) | Pipelining::OneByOne(text) => text,
+        }
+    }
+}
+
+/// What a library's first call does on one hostile-server case, when that is ordinary (a typed
+/// error, a value the bytes really hold) rather than a [`KnownDefect`]. The hostile-server test
+/// asserts exactly this outcome, so a change in the library's behaviour fails it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostileOutcome {
+    /// The hostile-server case (`line_without_end`), as named in the conformance crate's
+    /// `tests/hostile.rs`.
+    pub input: &'static str,
+    /// What the first call returns, as that test reports it: [`HostileOutcome::TIMED_OUT`],
+    /// `Ok(Some(1 byte))`, ….
+    pub outcome: &'static str,
+}
+
+/// A `&'static [HostileOutcome]` from `"input" => outcome` pairs, for a spec's table.
+#[macro_export]
+macro_rules! hostile_outcomes {
+    ($($input:literal => $outcome:expr),* $(,)?) => {
+        &[$($crate::HostileOutcome { input: $input, outcome: $outcome }),*]
+    };
+}
+
+impl HostileOutcome {
+    /// The call failed with [`Error::Timeout`].
+    pub const TIMED_OUT: &'static str = "Err(Timeout)";
+    /// The call failed with [`Error::Protocol`].
+    pub const PROTOCOL: &'static str = "Err(Protocol)";
+    /// The call failed with [`Error::Io`].
+    pub const IO: &'static str = "Err(Io)";
+    /// The call failed with [`Error::Server`].
+    pub const SERVER: &'static str = "Err(Server)";
+}
+
 /// A behaviour of the conformance kit that a client cannot perform, and why.
 ///
 /// The kit does not skip such a case: it checks that the client refuses it with a typed error
@@ -477,6 +606,11 @@ pub struct KnownDefect {
 /// Connects a client to an endpoint.
 pub type ConnectFn = fn(&Endpoint, &Options) -> Result<Box<dyn Client>>;
 
+/// Connects a client's natively async face to an endpoint; the future runs on the runtime the
+/// library needs (tokio, current-thread, for the libraries here).
+pub type ConnectAsyncFn =
+    for<'a> fn(&'a Endpoint, &'a Options) -> BoxFuture<'a, Box<dyn AsyncClient>>;
+
 /// Description of one client: what it is, where it can go, and how to connect it.
 #[derive(Clone, Copy)]
 pub struct ClientSpec {
@@ -490,9 +624,8 @@ pub struct ClientSpec {
     pub kind: Kind,
     /// One line for reports: the design choice, or how the library is configured.
     pub summary: &'static str,
-    /// How `set_many` works for this client. Starts with `pipelined:` when the client overrides
-    /// `set_many` to avoid a round trip per item, and with `none:` when it uses the default loop.
-    pub pipelining: &'static str,
+    /// How `set_many` works for this client.
+    pub pipelining: Pipelining,
     /// Kit behaviours it cannot perform, with reasons.
     pub limitations: &'static [Limitation],
     /// Set when every round trip of this client is slow by design (tens of milliseconds): the
@@ -502,8 +635,18 @@ pub struct ClientSpec {
     /// Faults of the library at its pinned version; empty for hand-written clients (their faults
     /// fail the tests instead).
     pub known_defects: &'static [KnownDefect],
+    /// What a library does on each hostile-server case that is not one of its known defects;
+    /// empty for hand-written clients (the test holds them to typed errors instead).
+    pub hostile_outcomes: &'static [HostileOutcome],
+    /// Set on the client the bench measures the loopback floor with (for its backend, on the
+    /// transports it supports): the fastest hand-written client, so that the floor, which
+    /// answers from memory with no server, leaves only the transport and this client's code.
+    pub loopback_floor: bool,
     /// Opens a connection.
     pub connect: ConnectFn,
+    /// Opens the client's natively async face, for a library that is async anyway: the bench
+    /// then drives it without a `block_on` per call. `None` for synchronous clients.
+    pub connect_async: Option<ConnectAsyncFn>,
 }
 
 impl ClientSpec {
@@ -512,9 +655,9 @@ impl ClientSpec {
         self.transports.contains(&transport)
     }
 
-    /// True if `set_many` is pipelined (the `pipelining` text starts with `pipelined:`).
+    /// True if `set_many` is pipelined.
     pub fn pipelines(&self) -> bool {
-        self.pipelining.starts_with("pipelined:")
+        matches!(self.pipelining, Pipelining::Pipelined(_))
     }
 
     /// The reason the client cannot perform a kit behaviour, if it cannot.

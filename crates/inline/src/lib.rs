@@ -45,7 +45,9 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use kvbench_core::{Backend, ClientSpec, Error, Kind, Limitation, Options, Result, Transport};
+use kvbench_core::{
+    Backend, ClientSpec, Error, Kind, Limitation, Options, Pipelining, Result, Transport,
+};
 use kvbench_resp::blocking::{self, Connection, Encoding};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
@@ -153,7 +155,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     transports: Transport::ALL,
     kind: Kind::HandWritten,
     summary: "inline commands (`SET key value\\r\\n`), RESP replies; refuses what the form cannot carry",
-    pipelining: "none: one round trip per item (the contract's default loop)",
+    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
     limitations: &[
         Limitation {
             behaviour: "binary_safe",
@@ -172,7 +174,10 @@ pub const SPEC: ClientSpec = ClientSpec {
     ],
     slow_round_trip: None,
     known_defects: &[],
+    hostile_outcomes: &[],
+    loopback_floor: false,
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
+    connect_async: None,
 };
 
 #[cfg(test)]

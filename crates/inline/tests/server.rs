@@ -2,8 +2,13 @@
 //! counts only its own keys.
 
 use kvbench_core::{Backend, Client, Endpoint, Error, Options, Transport};
-use kvbench_inline::{INLINE_MAX_LEN, connect_tcp, connect_unix};
+use kvbench_inline::{INLINE_MAX_LEN, Inline, InlineConnection, connect_tcp, connect_unix};
+use kvbench_servers::costs::{CountingAllocator, assert_small_call_costs};
 use kvbench_servers::{Servers, StartOptions};
+
+/// Counts allocations per thread, for the exact-costs test.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
@@ -28,6 +33,17 @@ fn reference(servers: &Servers) -> redis::Connection {
     redis::Client::open(format!("redis://{addr}/"))
         .and_then(|c| c.get_connection())
         .expect("reference connection")
+}
+
+/// A small GET or SET is one `write` and one `read`, a GET hit one allocation at most, a miss
+/// none ([`kvbench_servers::costs`]).
+#[test]
+fn small_calls_are_one_write_one_read() {
+    let servers = start();
+    for &transport in Transport::ALL {
+        let inline = |socket| InlineConnection::new(socket, Inline);
+        assert_small_call_costs(&servers, Backend::Redis, transport, inline);
+    }
 }
 
 fn dbsize(con: &mut redis::Connection) -> usize {

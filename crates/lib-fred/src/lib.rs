@@ -48,7 +48,8 @@ use fred::prelude::{
     Builder, ClientLike, Config, Error as FredError, ErrorKind, Expiration, KeysInterface,
 };
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Options,
+    Pipelining, Result, Transport,
 };
 
 /// What fred 10.1.0 gets wrong on a hostile server. The conformance crate's hostile-server test
@@ -87,12 +88,33 @@ pub const SPEC: ClientSpec = ClientSpec {
     kind: Kind::Library,
     summary: "fred 10.1 Client (Config::from_url, default features + unix-sockets, no reconnect policy, \
               connection/command timeouts from Options), block_on on an owned current-thread runtime",
-    pipelining: "pipelined: client.pipeline() with one SET per item, then all(); one writev per command",
+    pipelining: Pipelining::Pipelined(
+        "client.pipeline() with one SET per item, then all(); one writev per command",
+    ),
     // No kit behaviour is out of reach for it.
     limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
+    hostile_outcomes: kvbench_core::hostile_outcomes![
+        // The rest of the reply never comes: it waits until its timeout, holding at most what
+        // arrived (an absurd length is not allocated up front).
+        "truncated_reply_then_silence" => HostileOutcome::TIMED_OUT,
+        "absurd_bulk_length" => HostileOutcome::TIMED_OUT,
+        "absurd_array_length" => HostileOutcome::TIMED_OUT,
+        "largest_allowed_bulk_then_silence" => HostileOutcome::TIMED_OUT,
+        // It reads a 100 KiB line and waits for its end.
+        "line_without_end" => HostileOutcome::TIMED_OUT,
+        // The command timeout bounds the whole command, not each read.
+        "dripped_past_the_timeout" => HostileOutcome::TIMED_OUT,
+        // `!` is RESP3's blob error: `!5\r\nhello\r\n` reads as an error reply `hello`.
+        "wrong_type_byte" => HostileOutcome::SERVER,
+        "bare_lf_in_header" => HostileOutcome::PROTOCOL,
+        "negative_bulk_length" => HostileOutcome::PROTOCOL,
+        "closed_mid_bulk" => HostileOutcome::IO,
+    ],
+    loopback_floor: false,
     connect: connect_boxed,
+    connect_async: Some(connect_async_boxed),
 };
 
 /// The fred connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
@@ -213,6 +235,8 @@ impl AsyncFred {
         self.client.quit().await.map_err(map_error)
     }
 }
+
+kvbench_core::impl_async_client_by_boxing!(AsyncFred, connect_async_boxed);
 
 fn command_timeout(options: &Options) -> Duration {
     options.read_timeout.max(options.write_timeout)

@@ -52,8 +52,8 @@
 use std::io;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Limitation, Options, Result,
-    Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Limitation,
+    Options, Pipelining, Result, Transport,
 };
 use memcache::{ClientError, MemcacheError, ServerError};
 
@@ -64,10 +64,45 @@ pub const MAX_RELATIVE_TTL_SECS: u32 = 30 * 24 * 60 * 60;
 /// protocols).
 const LIMITATIONS: &[Limitation] = &[];
 
-const NO_PIPELINE: &str =
-    "none: one round trip per item: the classic memcache::Client has no multi-set";
-const NO_PIPELINE_CHECKED: &str =
-    "none: two round trips per item: no multi-set, and the pool sends `version` before each set";
+const NO_PIPELINE: Pipelining =
+    Pipelining::OneByOne("one round trip per item: the classic memcache::Client has no multi-set");
+const NO_PIPELINE_CHECKED: Pipelining = Pipelining::OneByOne(
+    "two round trips per item: no multi-set, and the pool sends `version` before each set",
+);
+
+/// What the crate does on the binary-protocol hostile-server cases that are not known defects.
+const BINARY_OUTCOMES: &[HostileOutcome] = kvbench_core::hostile_outcomes![
+    // The rest of the header never comes: it waits until its timeout.
+    "truncated_header_then_silence" => HostileOutcome::TIMED_OUT,
+    "bad_magic_byte" => HostileOutcome::PROTOCOL,
+    // A non-zero status is the server's answer to the command.
+    "unknown_status" => HostileOutcome::SERVER,
+    "closed_mid_body" => HostileOutcome::IO,
+    // The timeout bounds each read, not the reply: a reply dripped a byte every 100 ms arrives
+    // whole.
+    "dripped_past_the_timeout" => "Ok(Some(5 bytes))",
+];
+
+/// What the crate does on the text-protocol hostile-server cases that are not known defects.
+const ASCII_OUTCOMES: &[HostileOutcome] = kvbench_core::hostile_outcomes![
+    // The rest of the reply never comes: it waits until its timeout.
+    "truncated_reply_then_silence" => HostileOutcome::TIMED_OUT,
+    "largest_allowed_value_then_silence" => HostileOutcome::TIMED_OUT,
+    // It reads a status line up to `\r\n`: `END\n` is not one, so it waits for more.
+    "bare_lf_in_status" => HostileOutcome::TIMED_OUT,
+    // It rejects the 4 KiB line it is given.
+    "line_without_end" => HostileOutcome::PROTOCOL,
+    "wrong_type_byte" => HostileOutcome::PROTOCOL,
+    "unknown_status_line" => HostileOutcome::PROTOCOL,
+    "negative_value_length" => HostileOutcome::PROTOCOL,
+    "byte_count_below_the_data" => HostileOutcome::PROTOCOL,
+    "byte_count_above_the_data" => HostileOutcome::PROTOCOL,
+    "value_for_another_key" => HostileOutcome::PROTOCOL,
+    "closed_mid_value" => HostileOutcome::IO,
+    // The timeout bounds each read, not the reply: a reply dripped a byte every 100 ms arrives
+    // whole.
+    "dripped_past_the_timeout" => "Ok(Some(1 byte))",
+];
 
 /// Which memcached protocol the connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +159,7 @@ pub const SPEC_BINARY: ClientSpec = spec(
     "memcache",
     "memcache 0.21 binary protocol, Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
     NO_PIPELINE_CHECKED,
-    BINARY_DEFECTS,
+    (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Tested),
 );
 
@@ -133,7 +168,7 @@ pub const SPEC_BINARY_NO_CHECK: ClientSpec = spec(
     "memcache/no-check",
     "memcache 0.21 binary protocol, r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
     NO_PIPELINE,
-    BINARY_DEFECTS,
+    (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Untested),
 );
 
@@ -142,7 +177,7 @@ pub const SPEC_ASCII: ClientSpec = spec(
     "memcache/ascii",
     "memcache 0.21 text protocol (?protocol=ascii), Client::builder() pool (max 1, version sent on every checkout), timeouts from Options",
     NO_PIPELINE_CHECKED,
-    ASCII_DEFECTS,
+    (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Tested),
 );
 
@@ -151,15 +186,15 @@ pub const SPEC_ASCII_NO_CHECK: ClientSpec = spec(
     "memcache/ascii/no-check",
     "memcache 0.21 text protocol (?protocol=ascii), r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
     NO_PIPELINE,
-    ASCII_DEFECTS,
+    (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Untested),
 );
 
 const fn spec(
     name: &'static str,
     summary: &'static str,
-    pipelining: &'static str,
-    known_defects: &'static [KnownDefect],
+    pipelining: Pipelining,
+    (known_defects, hostile_outcomes): (&'static [KnownDefect], &'static [HostileOutcome]),
     connect: kvbench_core::ConnectFn,
 ) -> ClientSpec {
     ClientSpec {
@@ -172,7 +207,10 @@ const fn spec(
         limitations: LIMITATIONS,
         slow_round_trip: None,
         known_defects,
+        hostile_outcomes,
+        loopback_floor: false,
         connect,
+        connect_async: None,
     }
 }
 

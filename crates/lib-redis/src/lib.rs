@@ -14,7 +14,8 @@
 //! - **`redis-rs/async`** — a [`MultiplexedConnection`] from
 //!   `get_multiplexed_async_connection_with_config`, with the connection and response timeouts
 //!   taken from [`Options`]. The adapter owns a current-thread tokio runtime and `block_on`s each
-//!   call; [`AsyncRedis`] (and [`connect_async`]) give the bench the native async handle.
+//!   call; [`AsyncRedis`] (over [`connect_async`]) is its natively async face, which the spec
+//!   declares (`ClientSpec::connect_async`) so that the bench drives it without a `block_on`.
 //!
 //! What a user pays for, beyond the bytes on the wire:
 //!
@@ -43,7 +44,8 @@
 use std::io;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, KnownDefect, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Options,
+    Pipelining, Result, Transport,
 };
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, RedisError};
@@ -58,6 +60,30 @@ pub const KNOWN_DEFECTS: &[KnownDefect] = &[KnownDefect {
     outcome: "Ok(None)",
 }];
 
+/// What both connections do on the hostile-server cases that are not known defects (they share
+/// the parser), followed by `$differs`: the cases where the two differ.
+macro_rules! redis_rs_outcomes {
+    ($($differs:tt)*) => {
+        kvbench_core::hostile_outcomes![
+            // The rest of the reply never comes: it waits until its timeout, holding at most
+            // what arrived (an absurd length is not allocated up front).
+            "truncated_reply_then_silence" => HostileOutcome::TIMED_OUT,
+            "absurd_bulk_length" => HostileOutcome::TIMED_OUT,
+            "absurd_array_length" => HostileOutcome::TIMED_OUT,
+            "largest_allowed_bulk_then_silence" => HostileOutcome::TIMED_OUT,
+            // It reads a 100 KiB line and waits for its end.
+            "line_without_end" => HostileOutcome::TIMED_OUT,
+            // `!` is RESP3's blob error: `!5\r\nhello\r\n` reads as an error reply `hello`.
+            "wrong_type_byte" => HostileOutcome::SERVER,
+            "reply_of_the_wrong_type" => HostileOutcome::PROTOCOL,
+            "missing_crlf_after_bulk" => HostileOutcome::PROTOCOL,
+            "deeply_nested_arrays" => HostileOutcome::PROTOCOL,
+            "bare_lf_in_header" => HostileOutcome::PROTOCOL,
+            $($differs)*
+        ]
+    };
+}
+
 /// The synchronous redis-rs client.
 pub const SPEC_SYNC: ClientSpec = ClientSpec {
     name: "redis-rs",
@@ -66,12 +92,22 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     kind: Kind::Library,
     summary: "redis 1.8 sync Connection (get_connection_with_timeout + socket read/write timeouts), \
               typed Commands, default features without TLS",
-    pipelining: "pipelined: one redis::pipe() with .ignore() per SET, written whole, then all replies read",
+    pipelining: Pipelining::Pipelined(
+        "one redis::pipe() with .ignore() per SET, written whole, then all replies read",
+    ),
     // No kit behaviour is out of reach for it.
     limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
+    hostile_outcomes: redis_rs_outcomes![
+        "closed_mid_bulk" => HostileOutcome::IO,
+        // The timeout bounds each read, not the reply: a reply dripped a byte every 100 ms
+        // arrives whole.
+        "dripped_past_the_timeout" => "Ok(Some(1 byte))",
+    ],
+    loopback_floor: false,
     connect: connect_sync_boxed,
+    connect_async: None,
 };
 
 /// The multiplexed async redis-rs client, driven from a blocking caller.
@@ -82,12 +118,22 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     kind: Kind::Library,
     summary: "redis 1.8 MultiplexedConnection (tokio-comp, connection/response timeouts from Options), \
               block_on on an owned current-thread runtime per call",
-    pipelining: "pipelined: one redis::pipe() with .ignore() per SET, sent through the multiplexer as one request",
+    pipelining: Pipelining::Pipelined(
+        "one redis::pipe() with .ignore() per SET, sent through the multiplexer as one request",
+    ),
     // No kit behaviour is out of reach for it.
     limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
+    hostile_outcomes: redis_rs_outcomes![
+        // The end of the stream mid-reply is reported as a parse error.
+        "closed_mid_bulk" => HostileOutcome::PROTOCOL,
+        // The response timeout bounds the whole command.
+        "dripped_past_the_timeout" => HostileOutcome::TIMED_OUT,
+    ],
+    loopback_floor: false,
     connect: connect_blocking_async_boxed,
+    connect_async: Some(connect_async_boxed),
 };
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
@@ -272,6 +318,8 @@ impl AsyncRedis {
         pipe.exec_async(&mut self.con).await.map_err(map_error)
     }
 }
+
+kvbench_core::impl_async_client_by_boxing!(AsyncRedis, connect_async_boxed);
 
 /// [`AsyncRedis`] behind the synchronous contract: it owns a current-thread runtime and blocks
 /// on each call. The multiplexer's driver task runs only while a call is being blocked on.

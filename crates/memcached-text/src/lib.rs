@@ -74,8 +74,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Options, ReadBuffer, Result,
-    Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Options, Pipelining, ReadBuffer,
+    Result, Transport,
 };
 
 use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
@@ -122,12 +122,18 @@ pub const SPEC: ClientSpec = ClientSpec {
     transports: Transport::ALL,
     kind: Kind::HandWritten,
     summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
-    pipelining: "pipelined: sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read \
-                 after the next chunk is written",
+    pipelining: Pipelining::Pipelined(
+        "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
+         chunk is written",
+    ),
     limitations: &[],
     slow_round_trip: None,
     known_defects: &[],
+    hostile_outcomes: &[],
+    // The only hand-written memcached client, and the fastest memcached client there is here.
+    loopback_floor: true,
     connect,
+    connect_async: None,
 };
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.

@@ -1,48 +1,22 @@
 //! Allocation counts against a real memcached: a small `get` hit allocates exactly once (the
-//! returned value), a miss, a `set` and a `delete` not at all. A test binary of its own, because it
-//! replaces the global allocator.
+//! returned value), a miss, a `set` and a `delete` not at all; and a small call is one `write` and
+//! one `read`. A test binary of its own, because it replaces the global allocator.
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-use kvbench_core::{Client, Transport};
+use kvbench_core::{Backend, Client, Transport};
+use kvbench_memcached_text::TextClient;
+use kvbench_servers::costs::{CountingAllocator, allocations, assert_small_call_costs};
 
 use common::{counted_client, endpoint, servers};
-
-/// Counts allocations made by the current thread (tests run on several threads at once).
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: delegates every call to the system allocator unchanged; it only counts.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn allocations_in<T>(op: impl FnOnce() -> T) -> (usize, T) {
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = allocations();
     let result = op();
-    (ALLOCATIONS.with(Cell::get) - before, result)
+    (allocations() - before, result)
 }
 
 #[test]
@@ -63,5 +37,14 @@ fn a_hit_allocates_once_and_a_miss_never() {
         let (n, deleted) = allocations_in(|| client.delete(b"key"));
         assert!(deleted.unwrap());
         assert_eq!(n, 0, "{transport}: allocations in a delete");
+    }
+}
+
+/// A small GET or SET is also one `write` and one `read` ([`kvbench_servers::costs`]).
+#[test]
+fn small_calls_are_one_write_one_read() {
+    let servers = servers();
+    for &transport in Transport::ALL {
+        assert_small_call_costs(&servers, Backend::Memcached, transport, TextClient::new);
     }
 }

@@ -41,7 +41,7 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Pipelining, Result, Transport,
 };
 use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
@@ -140,17 +140,22 @@ pub const SPEC: ClientSpec = ClientSpec {
     transports: &[Transport::Tcp],
     kind: Kind::HandWritten,
     summary: "blocking RESP2 over TCP: one write per command, one reused buffer, TCP_NODELAY",
-    pipelining: "none: one round trip per item (the contract's default loop)",
+    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
     limitations: &[],
     slow_round_trip: None,
     known_defects: &[],
+    hostile_outcomes: &[],
+    // The fastest Redis client over TCP (one write per command, no pipelining to pay for).
+    loopback_floor: true,
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
+    connect_async: None,
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.
 pub const SPEC_PER_TOKEN: ClientSpec = ClientSpec {
     name: "raw-tcp/per-token",
     summary: "raw-tcp writing each protocol token with its own write, TCP_NODELAY on",
+    loopback_floor: false,
     connect: |endpoint, options| connect_with(endpoint, options, PER_TOKEN),
     ..SPEC
 };
@@ -160,6 +165,7 @@ pub const SPEC_PER_TOKEN: ClientSpec = ClientSpec {
 pub const SPEC_NAGLE: ClientSpec = ClientSpec {
     name: "raw-tcp/nagle",
     summary: "raw-tcp with TCP_NODELAY off: one write per command, so Nagle never holds a segment",
+    loopback_floor: false,
     connect: |endpoint, options| {
         connect_with(
             endpoint,
@@ -179,6 +185,7 @@ pub const SPEC_NAGLE: ClientSpec = ClientSpec {
 pub const SPEC_PER_TOKEN_NAGLE: ClientSpec = ClientSpec {
     name: "raw-tcp/per-token/nagle",
     summary: "raw-tcp writing each token separately with TCP_NODELAY off: Nagle meets delayed ACK",
+    loopback_floor: false,
     slow_round_trip: Some(
         "each command's later tokens wait for the ACK of its first, which the server delays: \
          ~40 ms per round trip on Linux loopback",

@@ -9,6 +9,8 @@
 //! Two servers that are not processes serve the clients' own tests: [`script`] plays replies
 //! from bytes in memory (for unit tests and fuzz targets), [`silent`] accepts connections and never
 //! answers (for timeouts).
+//! [`costs`] counts a hand-written client's system calls and allocations per call over a real
+//! server, for the exact costs each client's own tests assert.
 //!
 //! # Private or external
 //!
@@ -47,6 +49,7 @@
 
 #![deny(missing_docs)]
 
+pub mod costs;
 mod probe;
 mod process;
 pub mod script;
