@@ -11,6 +11,7 @@
 pub mod baselines;
 pub mod costs;
 pub mod drivers;
+pub mod environment;
 pub mod matrix;
 pub mod results;
 pub mod runner;

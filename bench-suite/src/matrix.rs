@@ -378,7 +378,7 @@ impl Settings {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
         };
-        let cores = crate::results::online_cpus();
+        let cores = crate::environment::online_cpus();
         let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
             .context("reading PLACEMENT")?;
         Ok(Settings {

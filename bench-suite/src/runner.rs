@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::baselines::{self, LoopbackFloor};
 use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Driver, Workload};
+use crate::environment;
 use crate::matrix::{Cell, Mode, Op, Settings};
 use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
@@ -728,7 +729,7 @@ fn server_record(servers: &Servers, backend: Backend) -> Server {
 
 fn run_id(settings: &Settings) -> String {
     settings.run_id.clone().unwrap_or_else(|| {
-        let stamp = results::now_utc().replace(':', "-");
+        let stamp = environment::now_utc().replace(':', "-");
         format!("{stamp}-{}", settings.mode.as_str())
     })
 }
@@ -751,7 +752,11 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     let settings = Settings::from_env(test_flag)?;
-    run_with(kvbench_clients::all(), settings, &results::reports_dir())
+    run_with(
+        kvbench_clients::all(),
+        settings,
+        &environment::reports_dir(),
+    )
 }
 
 /// Runs the matrix over `clients` (those `settings` select) with `settings`, writing the run
@@ -794,14 +799,14 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
     };
     let run = Run {
         id: id.clone(),
-        started_at: results::now_utc(),
+        started_at: environment::now_utc(),
         finished_at: None,
-        git_sha: results::git_sha(),
+        git_sha: environment::git_sha(),
         mode: settings.mode.record(),
-        rustc: results::rustc_version(),
-        kernel: results::kernel(),
-        cpu_model: results::cpu_model(),
-        cores: results::online_cpus() as u32,
+        rustc: environment::rustc_version(),
+        kernel: environment::kernel(),
+        cpu_model: environment::cpu_model(),
+        cores: environment::online_cpus() as u32,
         placement: placement.record(),
         servers: ServersRecord {
             redis: server_record(&servers, Backend::Redis),
@@ -937,7 +942,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
 
     {
         let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
-        results.run.finished_at = Some(results::now_utc());
+        results.run.finished_at = Some(environment::now_utc());
         // Flags need the run's noise figure, known only now.
         let noise = results.noise().map(|noise| noise.median_spread);
         for row in &mut results.rows {

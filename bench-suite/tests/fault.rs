@@ -29,7 +29,7 @@ fn a_server_dying_mid_cell_fails_that_cell_and_the_run_goes_on() {
     let victim = victim();
     // Split placement where there are two CPUs: the restart must then happen from a benchmark
     // pinned to another CPU than the one the server is pinned to.
-    let placement = if kvbench_bench_suite::results::online_cpus() >= 2 {
+    let placement = if kvbench_bench_suite::environment::online_cpus() >= 2 {
         "split"
     } else {
         "same-core"

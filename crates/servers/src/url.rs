@@ -12,42 +12,58 @@ const REDIS_PORT: u16 = 6379;
 const MEMCACHED_PORT: u16 = 11211;
 
 /// Parses a URL for `backend`. The error is a reason, without the URL (the caller adds it).
-pub(crate) fn parse(backend: Backend, url: &str) -> Result<Endpoint, String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("expected scheme://..., for example {}", example(backend)))?;
-    if let Some(bad) = rest.chars().find(|c| matches!(c, '?' | '#' | '@')) {
-        return Err(format!(
-            "{bad:?} is not supported: credentials and query options cannot be passed to every client"
-        ));
+pub(crate) fn parse(backend: Backend, text: &str) -> Result<Endpoint, String> {
+    let url = url::Url::parse(text).map_err(|err| match err {
+        url::ParseError::RelativeUrlWithoutBase => {
+            format!("expected scheme://..., for example {}", example(backend))
+        }
+        url::ParseError::InvalidPort => "bad port (expected 1-65535)".to_string(),
+        url::ParseError::EmptyHost => {
+            "missing host (an IPv6 address goes in brackets, as in [::1]:port)".to_string()
+        }
+        url::ParseError::InvalidIpv6Address => {
+            "invalid IPv6 address: write it in brackets, as in [::1]:port".to_string()
+        }
+        other => other.to_string(),
+    })?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("'@' is not supported: credentials cannot be passed to every client".into());
     }
-    match (backend, scheme) {
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(
+            "'?' and '#' are not supported: query options cannot be passed to every \
+                    client"
+                .into(),
+        );
+    }
+    let host = url.host_str().unwrap_or("");
+    match (backend, url.scheme()) {
         (Backend::Redis, "redis") => {
-            let (authority, path) = split_authority(rest);
             // `/` and `/0` select database 0; clients connect by Endpoint, which has no database.
-            if !matches!(path, "" | "/" | "/0") {
+            if !matches!(url.path(), "" | "/" | "/0") {
                 return Err(format!(
                     "database {:?} is not supported: the clients always use database 0 \
                      (keys are namespaced with a per-run prefix instead)",
-                    path.trim_start_matches('/')
+                    url.path().trim_start_matches('/')
                 ));
             }
-            tcp(authority, REDIS_PORT)
+            tcp(host, url.port(), REDIS_PORT)
         }
-        (Backend::Redis, "redis+unix" | "unix") | (Backend::Memcached, "unix") => unix(rest),
+        (Backend::Redis, "redis+unix" | "unix") | (Backend::Memcached, "unix") => {
+            unix(host, url.path())
+        }
+        // `memcache:///path` is the memcache crate's spelling of a Unix socket.
+        (Backend::Memcached, "memcache") if host.is_empty() && url.port().is_none() => {
+            unix(host, url.path())
+        }
         (Backend::Memcached, "memcache" | "tcp") => {
-            let (authority, path) = split_authority(rest);
-            if authority.is_empty() && scheme == "memcache" {
-                // `memcache:///path` is the memcache crate's spelling of a Unix socket.
-                return unix(path);
-            }
-            let endpoint = tcp(authority, MEMCACHED_PORT)?;
-            if !matches!(path, "" | "/") {
-                return Err(format!("unexpected path {path:?} after host:port"));
+            let endpoint = tcp(host, url.port(), MEMCACHED_PORT)?;
+            if !matches!(url.path(), "" | "/") {
+                return Err(format!("unexpected path {:?} after host:port", url.path()));
             }
             Ok(endpoint)
         }
-        _ => Err(format!(
+        (_, scheme) => Err(format!(
             "unknown scheme {scheme:?}; use {}",
             match backend {
                 Backend::Redis => "redis://host:port, redis+unix:///path or unix:///path",
@@ -65,53 +81,20 @@ fn example(backend: Backend) -> &'static str {
     }
 }
 
-/// `host:port/path` → (`host:port`, `/path`).
-fn split_authority(rest: &str) -> (&str, &str) {
-    match rest.find('/') {
-        Some(slash) => rest.split_at(slash),
-        None => (rest, ""),
-    }
-}
-
-/// `host`, `host:port`, `[v6]` or `[v6]:port` → `Endpoint::Tcp("host:port")`.
-fn tcp(authority: &str, default_port: u16) -> Result<Endpoint, String> {
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (addr, after) = v6
-            .split_once(']')
-            .ok_or("missing ']' after an IPv6 address")?;
-        let port = match after {
-            "" => None,
-            _ => Some(
-                after
-                    .strip_prefix(':')
-                    .ok_or("expected ':port' after ']'")?,
-            ),
-        };
-        (format!("[{addr}]"), port)
-    } else if authority.matches(':').count() > 1 {
-        return Err("an IPv6 address must be written in brackets: [::1]:port".into());
-    } else {
-        match authority.split_once(':') {
-            Some((host, port)) => (host.to_string(), Some(port)),
-            None => (authority.to_string(), None),
-        }
-    };
-    if host.is_empty() || host == "[]" {
+/// A host (`[v6]` in brackets, as the URL spells it) and a port → `Endpoint::Tcp("host:port")`.
+fn tcp(host: &str, port: Option<u16>, default_port: u16) -> Result<Endpoint, String> {
+    if host.is_empty() {
         return Err("missing host".into());
     }
-    let port = match port {
-        None => default_port,
-        Some(text) => match text.parse::<u16>() {
-            Ok(port) if port != 0 => port,
-            _ => return Err(format!("bad port {text:?} (expected 1-65535)")),
-        },
-    };
-    Ok(Endpoint::Tcp(format!("{host}:{port}")))
+    match port.unwrap_or(default_port) {
+        0 => Err("bad port 0 (expected 1-65535)".into()),
+        port => Ok(Endpoint::Tcp(format!("{host}:{port}"))),
+    }
 }
 
-/// The part after `unix://` must be an absolute path (`unix:///tmp/x.sock`).
-fn unix(path: &str) -> Result<Endpoint, String> {
-    if !path.starts_with('/') || path.len() < 2 {
+/// A Unix socket URL has no host and an absolute path (`unix:///tmp/x.sock`).
+fn unix(host: &str, path: &str) -> Result<Endpoint, String> {
+    if !host.is_empty() || !path.starts_with('/') || path.len() < 2 {
         return Err("expected an absolute socket path, as in unix:///tmp/server.sock".into());
     }
     Ok(Endpoint::Unix(path.into()))
@@ -186,7 +169,7 @@ mod tests {
             (Redis, "redis://127.0.0.1:x", "bad port"),
             (Redis, "redis://:6379", "missing host"),
             (Redis, "redis://::1:6379", "brackets"),
-            (Redis, "redis://[::1", "']'"),
+            (Redis, "redis://[::1", "brackets"),
             (Redis, "unix://relative.sock", "absolute"),
             (Redis, "redis+unix://", "absolute"),
             (Memcached, "tcp://", "missing host"),
