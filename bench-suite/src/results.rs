@@ -11,7 +11,7 @@ use crate::costs::Costs;
 use crate::matrix::Cell;
 
 pub use kvbench_results::{
-    Interval, IntervalKind, Latency, Results, Row, Run, SCHEMA_VERSION, Status, Wall,
+    Interval, IntervalKind, Latency, Results, Row, Run, SCHEMA_VERSION, Status, Wall, median,
 };
 
 /// The schema's name for a core enum.
@@ -92,21 +92,6 @@ impl RowExt for Row {
         });
         self
     }
-}
-
-/// The median of some numbers (the mean of the middle two for an even count).
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    Some(if sorted.len() % 2 == 1 {
-        sorted[middle]
-    } else {
-        (sorted[middle - 1] + sorted[middle]) / 2.0
-    })
 }
 
 /// A time per operation from a few separate measurements (single calls, baseline runs, runs of

@@ -100,15 +100,25 @@ impl Harness {
         } else {
             eprintln!("{}", pair_line(&row));
         }
-        let same_pair =
-            |runs: &&mut Vec<Row>| runs[0].cell == row.cell && runs[0].client == row.client;
-        match self.runs.iter_mut().find(same_pair) {
-            Some(runs) => runs.push(row),
-            None => self.runs.push(vec![row]),
-        }
-        let merged: Vec<Row> = self.runs.iter().map(|runs| results::merge(runs)).collect();
+        // `runs[i]` are the runs of the pair whose merged row is `results.rows[i]`: only the
+        // pair that changed is merged again.
+        let same_pair = |runs: &Vec<Row>| runs[0].cell == row.cell && runs[0].client == row.client;
+        let index = match self.runs.iter().position(same_pair) {
+            Some(index) => {
+                self.runs[index].push(row);
+                index
+            }
+            None => {
+                self.runs.push(vec![row]);
+                self.runs.len() - 1
+            }
+        };
+        let merged = results::merge(&self.runs[index]);
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
-        results.rows = merged;
+        match results.rows.get_mut(index) {
+            Some(slot) => *slot = merged,
+            None => results.rows.push(merged),
+        }
     }
 
     fn save(&self) -> Result<()> {

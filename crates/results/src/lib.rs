@@ -428,25 +428,15 @@ impl Results {
     /// The run-level noise figure: the median spread over the rows measured in two runs or more,
     /// or `None` when no row was.
     pub fn noise(&self) -> Option<Noise> {
-        let mut spreads: Vec<f64> = self
+        let spreads: Vec<f64> = self
             .rows
             .iter()
             .filter_map(|row| row.spread.filter(|s| s.is_finite() && *s >= 1.0))
             .collect();
-        if spreads.is_empty() {
-            return None;
-        }
-        spreads.sort_by(f64::total_cmp);
-        let middle = spreads.len() / 2;
-        let median = if spreads.len() % 2 == 1 {
-            spreads[middle]
-        } else {
-            (spreads[middle - 1] + spreads[middle]) / 2.0
-        };
         Some(Noise {
             rows: spreads.len(),
-            median_spread: median,
-            max_spread: spreads[spreads.len() - 1],
+            median_spread: median(&spreads)?,
+            max_spread: spreads.iter().copied().fold(f64::MIN, f64::max),
         })
     }
 
@@ -457,6 +447,21 @@ impl Results {
         text.push('\n');
         text
     }
+}
+
+/// The median of the finite values (the mean of the middle two for an even count), or `None`.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 1 {
+        sorted[middle]
+    } else {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    })
 }
 
 /// How much the run's repeated rows moved from run to run.
