@@ -68,6 +68,7 @@ fn extra_spec() -> ClientSpec {
         loopback_floor: false,
         connect,
         connect_async: None,
+        concurrency: kvbench_core::Concurrency::Threads,
         ..wrapped_spec()
     }
 }

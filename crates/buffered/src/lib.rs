@@ -350,6 +350,7 @@ pub const SPEC: ClientSpec = ClientSpec {
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),
     },
     connect_async: None,
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 #[cfg(test)]

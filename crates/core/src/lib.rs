@@ -611,6 +611,68 @@ pub type ConnectFn = fn(&Endpoint, &Options) -> Result<Box<dyn Client>>;
 pub type ConnectAsyncFn =
     for<'a> fn(&'a Endpoint, &'a Options) -> BoxFuture<'a, Box<dyn AsyncClient>>;
 
+/// How a client serves C callers at once: the concurrency axis of the matrix. With one caller
+/// every model is the same: one connection from [`ClientSpec::connect`] (or its async face).
+#[derive(Debug, Clone, Copy)]
+pub enum Concurrency {
+    /// C OS threads, each with its own connection from [`ClientSpec::connect`]: the default of
+    /// every blocking client. Simple and isolated; it pays a thread (stack, context switches)
+    /// and a socket per caller, and every caller's request is its own `write`.
+    Threads,
+    /// C callers share one connection: [`Concurrency::Multiplexed`]'s function opens it, and
+    /// each caller takes a [`SharedClient::handle`] on it.
+    Multiplexed(ConnectSharedFn),
+    /// C callers share a pool of `connections` connections, opened by `connect`; each caller
+    /// takes a [`SharedClient::handle`].
+    Pool {
+        /// The connections in the pool (P).
+        connections: usize,
+        /// Opens the pool.
+        connect: ConnectSharedFn,
+    },
+}
+
+impl Concurrency {
+    /// The sockets C callers open under this model.
+    pub fn connections(self, callers: usize) -> usize {
+        match self {
+            Concurrency::Threads => callers,
+            Concurrency::Multiplexed(_) => 1,
+            Concurrency::Pool { connections, .. } => connections,
+        }
+    }
+
+    /// The shared connection's opener, for the models that share one.
+    pub fn connect_shared(self) -> Option<ConnectSharedFn> {
+        match self {
+            Concurrency::Threads => None,
+            Concurrency::Multiplexed(connect) | Concurrency::Pool { connect, .. } => Some(connect),
+        }
+    }
+}
+
+/// One caller's handle on a [`SharedClient`]: natively async (the caller is a task on the
+/// runtime the shared client was opened on) or blocking (the caller is a thread).
+pub enum Handle {
+    /// A task's handle; its calls run on the runtime the shared client was opened on.
+    Async(Box<dyn AsyncClient>),
+    /// A thread's handle.
+    Blocking(Box<dyn Client>),
+}
+
+/// A connection (or pool of connections) many callers share: each caller takes its own
+/// [`Handle`], and the client keeps every reply with the caller whose request it answers.
+pub trait SharedClient: Send + Sync {
+    /// A new caller's handle.
+    fn handle(&self) -> Handle;
+}
+
+/// Opens a [`SharedClient`] with `connections` connections (1 for a multiplexed client). An
+/// async client must be opened on the runtime its callers' tasks will run on: a current-thread
+/// tokio runtime, for the clients here.
+pub type ConnectSharedFn =
+    for<'a> fn(&'a Endpoint, &'a Options, usize) -> BoxFuture<'a, Box<dyn SharedClient>>;
+
 /// Description of one client: what it is, where it can go, and how to connect it.
 #[derive(Clone, Copy)]
 pub struct ClientSpec {
@@ -647,6 +709,8 @@ pub struct ClientSpec {
     /// Opens the client's natively async face, for a library that is async anyway: the bench
     /// then drives it without a `block_on` per call. `None` for synchronous clients.
     pub connect_async: Option<ConnectAsyncFn>,
+    /// How it serves many callers at once.
+    pub concurrency: Concurrency,
 }
 
 impl ClientSpec {

@@ -178,6 +178,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
     connect_async: None,
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 #[cfg(test)]

@@ -115,6 +115,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: connect_boxed,
     connect_async: Some(connect_async_boxed),
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 /// The fred connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.

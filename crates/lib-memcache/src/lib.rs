@@ -211,6 +211,7 @@ const fn spec(
         loopback_floor: false,
         connect,
         connect_async: None,
+        concurrency: kvbench_core::Concurrency::Threads,
     }
 }
 

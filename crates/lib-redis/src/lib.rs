@@ -108,6 +108,7 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: connect_sync_boxed,
     connect_async: None,
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 /// The multiplexed async redis-rs client, driven from a blocking caller.
@@ -134,6 +135,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: connect_blocking_async_boxed,
     connect_async: Some(connect_async_boxed),
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.

@@ -134,6 +134,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     loopback_floor: true,
     connect,
     connect_async: None,
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.

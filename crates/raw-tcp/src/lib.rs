@@ -149,6 +149,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     loopback_floor: true,
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
     connect_async: None,
+    concurrency: kvbench_core::Concurrency::Threads,
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.
