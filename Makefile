@@ -21,7 +21,8 @@ test: setup lint
 ## REPEAT=K runs each cell K times, interleaved, each time against freshly started servers, and
 ## records the run-to-run spread; REPEAT_CELLS=get/3B,pipeline_set/1000000 repeats only the cells
 ## whose id contains one of these (+ joins words that must all be there). ORDER_SEED=n replays a
-## run's client order.
+## run's client order. CONCURRENCY=1,16,256,1024 sets the callers in flight of the concurrency
+## cells (cell ids ending /c<C>; default 16,256 in bench, 256 in bench-quick).
 ## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
 ## as long, because plotting dominates on a 2-CPU machine.
 bench: setup

@@ -18,6 +18,8 @@ use crate::results::{self, Latency, Row, RowExt, Status, Wall};
 
 /// Name of the redis-benchmark rows.
 pub const REDIS_BENCHMARK: &str = kvbench_results::REDIS_BENCHMARK;
+/// Name of the memaslap rows.
+pub const MEMASLAP: &str = kvbench_results::MEMASLAP;
 /// Name of the loopback floor rows.
 pub const LOOPBACK_FLOOR: &str = kvbench_results::LOOPBACK_FLOOR;
 /// The key redis-benchmark uses when not given `-r`.
@@ -39,7 +41,20 @@ fn requests(cell: &Cell, mode: Mode) -> u64 {
         _ if cell.value_size >= 100 << 10 => 10_000,
         _ => 100_000,
     };
-    (full / mode.policy().baseline_request_divisor).max(cell.pipeline as u64)
+    // Many callers: at least a hundred requests each, or they would hardly overlap.
+    (full / mode.policy().baseline_request_divisor)
+        .max(cell.pipeline as u64)
+        .max(100 * cell.concurrency as u64)
+}
+
+/// A baseline tool's row in `cell`: one connection per caller, driven by one event loop.
+fn tool_row(cell: &Cell, tool: &str) -> Row {
+    let mut row = results::new_row(cell, tool, kvbench_results::Kind::Baseline);
+    row.connections = cell.concurrency as u32;
+    if cell.concurrency > 1 {
+        row.model = kvbench_results::ConcurrencyModel::EventLoop;
+    }
+    row
 }
 
 /// Runs redis-benchmark for a Redis cell [`runs`] times, pinned to `cpu`. `prepare` sets or
@@ -51,11 +66,11 @@ pub fn redis_benchmark(
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
 ) -> Row {
-    let row = results::new_row(cell, REDIS_BENCHMARK, kvbench_results::Kind::Baseline);
+    let row = tool_row(cell, REDIS_BENCHMARK);
     match run_redis_benchmark(cell, endpoint, cpu, mode, prepare) {
-        Ok((wall, latency)) => {
+        Ok((wall, latency, command)) => {
             let timing = format!(
-                "redis-benchmark: median of {} runs back to back, interval their range",
+                "redis-benchmark: median of {} runs back to back, interval their range; `{command}`",
                 runs(mode)
             );
             let mut row = row.with_wall(wall, &timing);
@@ -72,7 +87,7 @@ fn run_redis_benchmark(
     cpu: Option<usize>,
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
-) -> Result<(Wall, Option<Latency>)> {
+) -> Result<(Wall, Option<Latency>, String)> {
     let value = "x".repeat(cell.value_size);
     let mut args: Vec<String> = match endpoint {
         Endpoint::Tcp(addr) => {
@@ -84,7 +99,9 @@ fn run_redis_benchmark(
         Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
     };
     let requests = requests(cell, mode);
-    args.extend(["-c", "1", "--csv", "-n"].map(String::from));
+    // -c: its event loop drives the cell's callers as that many connections from one thread.
+    args.extend(["-c".to_string(), cell.concurrency.to_string()]);
+    args.extend(["--csv", "-n"].map(String::from));
     args.push(requests.to_string());
     match cell.op {
         // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
@@ -122,32 +139,191 @@ fn run_redis_benchmark(
     let mut rps = Vec::new();
     let mut latency = None;
     for _ in 0..runs(mode) {
-        let mut command = match cpu {
-            Some(cpu) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", &cpu.to_string(), "redis-benchmark"]);
-                c
-            }
-            None => Command::new("redis-benchmark"),
-        };
-        let output = command
-            .args(&args)
-            .output()
-            .context("running redis-benchmark (apt-get install redis-tools)")?;
-        if !output.status.success() {
-            bail!(
-                "redis-benchmark failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-        }
-        let (run_rps, run_latency) = parse_csv(&String::from_utf8_lossy(&output.stdout))?;
+        let stdout = run_tool("redis-benchmark", "redis-tools", cpu, &args)?;
+        let (run_rps, run_latency) = parse_csv(&stdout)?;
         rps.push(run_rps);
         latency = Some(run_latency);
     }
     let per_op: Vec<f64> = rps.iter().map(|r| 1e9 / r).collect();
     let wall = results::wall_of(&per_op).context("redis-benchmark made no run")?;
     // Percentiles of a pipelined run are per batch, not per command: leave them out.
-    Ok((wall, latency.filter(|_| cell.is_request_response())))
+    Ok((
+        wall,
+        latency.filter(|_| cell.is_request_response()),
+        command_line("redis-benchmark", cpu, &args),
+    ))
+}
+
+/// A baseline's command line as it ran, for its row; a long argument (a value) is shown as its
+/// length.
+fn command_line(program: &str, cpu: Option<usize>, args: &[String]) -> String {
+    let mut words: Vec<String> = match cpu {
+        Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.to_string()],
+        None => Vec::new(),
+    };
+    words.push(program.into());
+    words.extend(args.iter().map(|arg| match arg.len() {
+        0..=64 => arg.clone(),
+        len => format!("<{len} bytes>"),
+    }));
+    words.join(" ")
+}
+
+/// Runs a baseline tool (from Debian's `package`) with `args`, pinned to `cpu` (by `taskset`)
+/// when the run places its client, and returns what it printed.
+fn run_tool(program: &str, package: &str, cpu: Option<usize>, args: &[String]) -> Result<String> {
+    let mut command = match cpu {
+        Some(cpu) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", &cpu.to_string(), program]);
+            command
+        }
+        None => Command::new(program),
+    };
+    let output = command
+        .args(args)
+        .output()
+        .with_context(|| format!("running {program} (apt-get install {package})"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        // memcaslap explains itself on standard output, redis-benchmark on standard error.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!("{program} failed: {} {}", stderr.trim(), stdout.trim());
+    }
+    Ok(stdout)
+}
+
+/// Whether memaslap can run `cell`: GET or SET over TCP (it has no Unix-socket support), with
+/// values small enough that its preloaded keys (a window of 1,024 per connection, its minimum)
+/// fit in the private server's 256 MiB without evictions.
+pub fn memaslap_serves(cell: &Cell) -> bool {
+    let preloaded = cell.concurrency * 1024 * (cell.value_size + 64);
+    cell.backend == Backend::Memcached
+        && cell.transport == Transport::Tcp
+        && matches!(cell.op, Op::Get | Op::Set)
+        && preloaded <= 128 << 20
+}
+
+/// How memaslap's work differs from the cell's, for its row.
+const MEMASLAP_DIFFERENCES: &str = "16-byte keys (its minimum), 1,024 keys per connection (its \
+    smallest window), GETs of keys it preloaded; ops/s from its 1-second periods after the first";
+
+/// Runs memaslap (Debian's `memcaslap`) for a memcached TCP cell [`runs`] times, pinned to
+/// `cpu`: `-c C -T 1` (one thread driving the cell's callers as connections), the cell's value
+/// size, and get-only or set-only through its configuration file. `dir` holds that file.
+pub fn memaslap(
+    cell: &Cell,
+    endpoint: &Endpoint,
+    cpu: Option<usize>,
+    mode: Mode,
+    dir: &Path,
+) -> Row {
+    let row = tool_row(cell, MEMASLAP);
+    match run_memaslap(cell, endpoint, cpu, mode, dir) {
+        Ok((wall, command)) => row.with_wall(
+            wall,
+            &format!(
+                "memaslap: median of {} runs back to back, interval their range; \
+                 {MEMASLAP_DIFFERENCES}; `{command}`",
+                runs(mode)
+            ),
+        ),
+        Err(err) => row.fail(Status::Failed, format!("{err:#}")),
+    }
+}
+
+fn run_memaslap(
+    cell: &Cell,
+    endpoint: &Endpoint,
+    cpu: Option<usize>,
+    mode: Mode,
+    dir: &Path,
+) -> Result<(Wall, String)> {
+    let Endpoint::Tcp(addr) = endpoint else {
+        bail!("memaslap has no Unix-socket support");
+    };
+    // Command type 0 is SET, 1 is GET; the proportions make it one or the other.
+    let (set, get) = if cell.op == Op::Get { (0, 1) } else { (1, 0) };
+    let size = cell.value_size;
+    let config = dir.join("memaslap.cfg");
+    std::fs::write(
+        &config,
+        format!("key\n16 16 1\nvalue\n{size} {size} 1\ncmd\n0 {set}\n1 {get}\n"),
+    )
+    .with_context(|| format!("writing {}", config.display()))?;
+    // Periods of one second; the first holds the preloading, so at least three.
+    let seconds = if mode == Mode::Full { 4 } else { 3 };
+    let args: Vec<String> = [
+        "-s",
+        addr,
+        "-T",
+        "1",
+        "-w",
+        "1k",
+        "-S",
+        "1s",
+        "-c",
+        &cell.concurrency.to_string(),
+        "-t",
+        &format!("{seconds}s"),
+        "-F",
+        path_str(&config)?,
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut per_op = Vec::new();
+    for _ in 0..runs(mode) {
+        let stdout = run_tool("memcaslap", "libmemcached-tools", cpu, &args)?;
+        let tps = parse_memaslap(&stdout, cell.op)?;
+        per_op.push(1e9 / tps);
+    }
+    let wall = results::wall_of(&per_op).context("memaslap made no run")?;
+    let config_text = format!(
+        "config: {}",
+        std::fs::read_to_string(&config)?.replace('\n', " ")
+    );
+    Ok((
+        wall,
+        format!("{} ({config_text})", command_line("memcaslap", cpu, &args)),
+    ))
+}
+
+fn path_str(path: &Path) -> Result<&str> {
+    path.to_str()
+        .with_context(|| format!("{} is not UTF-8", path.display()))
+}
+
+/// The median TPS of memaslap's one-second `Period` lines for the cell's command (its `Get
+/// Statistics` or `Set Statistics` blocks), leaving out the first period (preloading).
+pub fn parse_memaslap(output: &str, op: Op) -> Result<f64> {
+    let block = if op == Op::Get {
+        "Get Statistics"
+    } else {
+        "Set Statistics"
+    };
+    let mut periods = Vec::new();
+    let mut in_block = false;
+    for line in output.lines() {
+        let line = line.trim_start_matches(|c: char| c == '\x1b' || "[;0123456789HJ".contains(c));
+        if line.ends_with("Statistics") {
+            in_block = line == block;
+        } else if in_block && line.starts_with("Period") {
+            // Type Time(s) Ops TPS(ops/s) ...
+            let tps: f64 = line
+                .split_whitespace()
+                .nth(3)
+                .and_then(|tps| tps.parse().ok())
+                .with_context(|| format!("memaslap period line {line:?}"))?;
+            periods.push(tps);
+        }
+    }
+    if periods.len() < 2 {
+        bail!(
+            "memaslap printed {} {block} periods, want at least 2",
+            periods.len()
+        );
+    }
+    kvbench_results::median(&periods[1..]).context("no period")
 }
 
 /// Parses `--csv` output: a header, then `"test","rps","avg_latency_ms","min_latency_ms",
@@ -359,6 +535,31 @@ mod tests {
         let (rps, latency) = parse_csv(csv).unwrap();
         assert_eq!(rps, 1000.0);
         assert_eq!(latency.p99, 3_000_000);
+    }
+
+    #[test]
+    fn parses_memaslap_periods_after_the_first() {
+        let output = "\x1b[1;1H\x1b[2J\nGet Statistics\nType Time(s) Ops TPS(ops/s) Net\n\
+            Period 1 100 100 2.5\nGlobal 1 100 100 2.5\n\nTotal Statistics\n\
+            Period 1 999 999 2.5\n\x1b[1;1H\x1b[2J\nGet Statistics\nType\n\
+            Period 1 300 300 1.9\nGlobal 2 400 200 2\n\x1b[1;1H\x1b[2J\nGet Statistics\n\
+            Period 1 500 500 1.9\nTotal Statistics\nPeriod 1 7 7 1\n";
+        assert_eq!(parse_memaslap(output, Op::Get).unwrap(), 400.0);
+        assert!(parse_memaslap(output, Op::Set).is_err());
+        let cell = Cell {
+            backend: Backend::Memcached,
+            op: Op::Get,
+            value_size: 1 << 20,
+            pipeline: 1,
+            transport: Transport::Tcp,
+            concurrency: 1,
+        };
+        assert!(!memaslap_serves(&cell), "1 MiB values would be evicted");
+        assert!(memaslap_serves(&Cell {
+            value_size: 3,
+            concurrency: 256,
+            ..cell
+        }));
     }
 
     #[test]

@@ -26,6 +26,12 @@ impl CountingAllocator {
         COUNTING.store(on, Ordering::SeqCst);
     }
 
+    /// Stops counting, returning whether it was on (for [`CountingAllocator::enable`] to restore
+    /// after work that is not the measured work, such as starting a caller's thread).
+    pub fn pause() -> bool {
+        COUNTING.swap(false, Ordering::SeqCst)
+    }
+
     /// (allocations, bytes) so far.
     pub fn counts() -> (u64, u64) {
         (
@@ -64,6 +70,32 @@ unsafe impl GlobalAlloc for CountingAllocator {
         // SAFETY: as above.
         unsafe { System.dealloc(ptr, layout) }
     }
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`), if the kernel has it.
+fn status_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    let kib: u64 = line[field.len()..]
+        .trim_start_matches(':')
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Resets the process's peak resident memory (`VmHWM`) to its current resident memory, and
+/// returns that (Linux: writing 5 to `/proc/self/clear_refs`). `None` where it cannot.
+pub fn reset_peak_rss() -> Option<u64> {
+    std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    status_bytes("VmRSS")
+}
+
+/// The process's peak resident memory since the last [`reset_peak_rss`], in bytes.
+pub fn peak_rss() -> Option<u64> {
+    status_bytes("VmHWM")
 }
 
 /// CPU time of the whole process (every thread), from `CLOCK_PROCESS_CPUTIME_ID`.
@@ -132,6 +164,9 @@ fn tracepoint(name: &str) -> std::io::Result<Counter> {
         .parse()
         .map_err(|_| std::io::Error::other(format!("{id_file}: not a number")))?;
     Builder::new(Tracepoint::with_id(id))
+        // `raw_syscalls:sys_enter` fires with the kernel's registers, not the caller's: excluding
+        // kernel events (the builder's default) would drop every one of them and count zero.
+        .exclude_kernel(false)
         .observe_self()
         .any_cpu()
         .inherit(true)
@@ -313,4 +348,28 @@ pub fn measure(
         ops,
         elapsed: elapsed_total,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every socket read or write is a system call: the count of all system calls can never be
+    /// below the count of socket ones (where the counters open at all).
+    #[test]
+    fn all_syscalls_are_at_least_the_socket_ones() {
+        let Ok(mut counter) = SyscallCounter::open() else {
+            eprintln!("syscall counters unavailable here: nothing to check");
+            return;
+        };
+        let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        counter.start().unwrap();
+        for _ in 0..100 {
+            std::io::Write::write_all(&mut a, b"x").unwrap();
+            std::io::Read::read_exact(&mut b, &mut [0]).unwrap();
+        }
+        let (io, all) = counter.stop().unwrap();
+        assert!(io >= 200, "socket syscalls {io}");
+        assert!(all >= io, "all syscalls {all} < socket syscalls {io}");
+    }
 }

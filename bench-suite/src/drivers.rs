@@ -11,6 +11,7 @@ use tokio::runtime::Runtime;
 use crate::matrix::{Cell, Op, SET_EX_TTL};
 
 /// The keys and bytes of one cell, prepared once before anything is timed.
+#[derive(Clone)]
 pub struct Workload {
     /// The cell.
     pub cell: Cell,

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod baselines;
+pub mod callers;
 pub mod costs;
 pub mod drivers;
 pub mod environment;

@@ -24,6 +24,9 @@ pub struct Cell {
     pub pipeline: usize,
     /// TCP or Unix socket.
     pub transport: Transport,
+    /// Callers in flight, each waiting for its own reply before its next request (a closed
+    /// loop): 1 for one caller.
+    pub concurrency: usize,
 }
 
 /// `3B`, `2KiB`, `100KiB`, `1MiB`.
@@ -43,17 +46,22 @@ impl Cell {
             Op::GetMiss => "none".to_string(),
             _ => size_label(self.value_size),
         };
-        format!(
+        let id = format!(
             "{}/{}/{size}/{}",
             self.backend,
             self.op.as_str(),
             self.transport
-        )
+        );
+        match self.concurrency {
+            1 => id,
+            callers => format!("{id}/c{callers}"),
+        }
     }
 
-    /// Operations per timed iteration: the pipeline depth, or 1.
+    /// Operations per timed iteration: the pipeline depth, times the callers (an iteration is
+    /// one operation of every caller).
     pub fn ops_per_iteration(&self) -> u64 {
-        self.pipeline as u64
+        (self.pipeline * self.concurrency) as u64
     }
 
     /// Request/response cells get latency percentiles; pipelines do not.
@@ -82,6 +90,7 @@ fn cells_for(ops: &[(Op, usize, usize)]) -> Vec<Cell> {
                     value_size,
                     pipeline,
                     transport,
+                    concurrency: 1,
                 });
             }
         }
@@ -89,10 +98,31 @@ fn cells_for(ops: &[(Op, usize, usize)]) -> Vec<Cell> {
     cells
 }
 
+/// The concurrency cells: each of `ops` at each level of `callers` above one (one caller is the
+/// plain cell), on both backends and transports.
+fn concurrency_cells(ops: &[(Op, usize)], callers: &[usize]) -> Vec<Cell> {
+    let plain: Vec<(Op, usize, usize)> = ops.iter().map(|&(op, size)| (op, size, 1)).collect();
+    let mut cells = Vec::new();
+    for &concurrency in callers.iter().filter(|&&c| c > 1) {
+        cells.extend(cells_for(&plain).into_iter().map(|cell| Cell {
+            concurrency,
+            ..cell
+        }));
+    }
+    cells
+}
+
+/// Callers in flight in the full run's concurrency cells (`CONCURRENCY` overrides).
+pub const FULL_CONCURRENCY: &[usize] = &[16, 256];
+/// Callers in flight in the quick run's and a test run's concurrency cells (`CONCURRENCY`
+/// overrides).
+pub const QUICK_CONCURRENCY: &[usize] = &[256];
+
 /// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
-/// pipelined SET at depths 1,000 / 100,000 / 1,000,000; TCP and Unix; Redis and memcached.
-pub fn full_matrix() -> Vec<Cell> {
-    cells_for(&[
+/// pipelined SET at depths 1,000 / 100,000 / 1,000,000; then GET 3 B and SET 3 B with each
+/// number of `callers` in flight; TCP and Unix; Redis and memcached.
+pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
+    let mut cells = cells_for(&[
         (Op::Get, 3, 1),
         (Op::Get, 2 * KIB, 1),
         (Op::Get, 100 * KIB, 1),
@@ -104,18 +134,23 @@ pub fn full_matrix() -> Vec<Cell> {
         (Op::PipelineSet, 3, 1_000),
         (Op::PipelineSet, 3, 100_000),
         (Op::PipelineSet, 3, 1_000_000),
-    ])
+    ]);
+    cells.extend(concurrency_cells(&[(Op::Get, 3), (Op::Set, 3)], callers));
+    cells
 }
 
-/// The representative subset: GET 3 B, GET 1 MiB, GET miss, SET EX 100 KiB, pipeline 100,000.
-pub fn quick_matrix() -> Vec<Cell> {
-    cells_for(&[
+/// The representative subset: GET 3 B, GET 1 MiB, GET miss, SET EX 100 KiB, pipeline 100,000;
+/// then GET 3 B with each number of `callers` in flight.
+pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
+    let mut cells = cells_for(&[
         (Op::Get, 3, 1),
         (Op::Get, MIB, 1),
         (Op::GetMiss, 0, 1),
         (Op::SetEx, 100 * KIB, 1),
         (Op::PipelineSet, 3, 100_000),
-    ])
+    ]);
+    cells.extend(concurrency_cells(&[(Op::Get, 3)], callers));
+    cells
 }
 
 /// How much of the matrix a run covers, and with what criterion settings.
@@ -323,6 +358,9 @@ pub struct Settings {
     pub order_seed: u64,
     /// `MODE=quick`: the quick subset of cells, also in a `--test` run.
     pub quick_cells: bool,
+    /// `CONCURRENCY=1,16,256`: callers in flight of the concurrency cells (levels above one;
+    /// default: the mode's).
+    pub concurrency: Vec<usize>,
     /// `KVBENCH_FAULT_STOP_SERVER=<cell-id>@<client>`: a fault for tests — the cell's server
     /// is stopped right after that client's verification, in the middle of the cell. Only in a
     /// build with the `fault-injection` feature (the whole-run fault test's).
@@ -378,6 +416,13 @@ impl Settings {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
         };
+        let quick_cells = var("MODE").as_deref() == Some("quick");
+        let concurrency = match var("CONCURRENCY") {
+            // A test run exercises every model at the larger level only: it times nothing.
+            None if quick_cells || test_flag => QUICK_CONCURRENCY.to_vec(),
+            None => FULL_CONCURRENCY.to_vec(),
+            Some(value) => parse_concurrency(&value)?,
+        };
         let cores = crate::environment::online_cpus();
         let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
             .context("reading PLACEMENT")?;
@@ -390,7 +435,8 @@ impl Settings {
             repeat,
             repeat_cells: list(var("REPEAT_CELLS")),
             order_seed,
-            quick_cells: var("MODE").as_deref() == Some("quick"),
+            quick_cells,
+            concurrency,
             #[cfg(feature = "fault-injection")]
             stop_server_at,
         })
@@ -399,9 +445,9 @@ impl Settings {
     /// The cells this run covers.
     pub fn cells(&self) -> Vec<Cell> {
         let all = if self.quick_cells {
-            quick_matrix()
+            quick_matrix(&self.concurrency)
         } else {
-            full_matrix()
+            full_matrix(&self.concurrency)
         };
         all.into_iter()
             .filter(|cell| {
@@ -438,10 +484,35 @@ impl Settings {
         visits
     }
 
+    /// The most callers any cell of this run has in flight.
+    pub fn max_concurrency(&self) -> usize {
+        self.cells()
+            .iter()
+            .map(|cell| cell.concurrency)
+            .max()
+            .unwrap_or(1)
+    }
+
     /// True if the client is selected.
     pub fn wants_client(&self, name: &str) -> bool {
         self.clients.is_empty() || self.clients.iter().any(|c| c == name)
     }
+}
+
+/// `1,16,256`: numbers of callers, each from 1 to 65,536.
+fn parse_concurrency(value: &str) -> Result<Vec<usize>> {
+    let mut levels = Vec::new();
+    for word in list(Some(value.to_string())) {
+        match word.parse::<usize>() {
+            Ok(c) if (1..=65_536).contains(&c) => levels.push(c),
+            _ => bail!(
+                "CONCURRENCY={value:?}: want numbers of callers from 1 to 65536, like 1,16,256"
+            ),
+        }
+    }
+    levels.sort_unstable();
+    levels.dedup();
+    Ok(levels)
 }
 
 #[cfg(test)]
@@ -450,21 +521,38 @@ mod tests {
 
     #[test]
     fn cell_ids_are_unique_and_readable() {
-        let cells = full_matrix();
-        assert_eq!(cells.len(), 44);
+        let cells = full_matrix(FULL_CONCURRENCY);
+        assert_eq!(cells.len(), 44 + 16);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
         assert!(ids.contains("redis/get/3B/unix"));
         assert!(ids.contains("memcached/pipeline_set/1000000/tcp"));
         assert!(ids.contains("redis/get/1MiB/tcp"));
         assert!(ids.contains("redis/get_miss/none/tcp"));
+        assert!(ids.contains("memcached/set/3B/unix/c16"));
+        assert!(ids.contains("redis/get/3B/tcp/c256"));
+    }
+
+    #[test]
+    fn concurrency_levels_parse_and_one_caller_adds_no_cell() {
+        assert_eq!(parse_concurrency("256, 1,16,16").unwrap(), [1, 16, 256]);
+        assert!(parse_concurrency("0").is_err() && parse_concurrency("many").is_err());
+        let cells = quick_matrix(&[1, 1024]);
+        let c1024: Vec<String> = cells
+            .iter()
+            .filter(|cell| cell.concurrency > 1)
+            .map(Cell::id)
+            .collect();
+        assert_eq!(c1024.len(), 4, "{c1024:?}");
+        assert!(c1024.contains(&"redis/get/3B/unix/c1024".to_string()));
+        assert_eq!(cells[0].ops_per_iteration(), 1);
     }
 
     #[test]
     fn quick_matrix_is_a_subset() {
-        let full = full_matrix();
-        let quick = quick_matrix();
-        assert_eq!(quick.len(), 20);
+        let full = full_matrix(&[16, 256]);
+        let quick = quick_matrix(&[256]);
+        assert_eq!(quick.len(), 20 + 4);
         assert!(quick.iter().all(|cell| full.contains(cell)));
     }
 
@@ -480,6 +568,7 @@ mod tests {
             repeat_cells: vec!["get/3B".into(), "pipeline_set+100000".into()],
             order_seed: 1,
             quick_cells: true,
+            concurrency: vec![256],
             #[cfg(feature = "fault-injection")]
             stop_server_at: None,
         };
@@ -496,10 +585,13 @@ mod tests {
                 "1 redis/get_miss/none/tcp",
                 "1 redis/set_ex/100KiB/tcp",
                 "1 redis/pipeline_set/100000/tcp",
+                "1 redis/get/3B/tcp/c256",
                 "2 redis/get/3B/tcp",
                 "2 redis/pipeline_set/100000/tcp",
+                "2 redis/get/3B/tcp/c256",
                 "3 redis/get/3B/tcp",
                 "3 redis/pipeline_set/100000/tcp",
+                "3 redis/get/3B/tcp/c256",
             ]
         );
     }

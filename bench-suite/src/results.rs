@@ -46,7 +46,7 @@ pub fn new_row(cell: &Cell, client: &str, kind: kvbench_results::Kind) -> Row {
         value_size: cell.value_size as u64,
         pipeline: cell.pipeline as u64,
         transport: transport(cell.transport),
-        concurrency: 1,
+        concurrency: cell.concurrency as u32,
         client: client.to_string(),
     };
     Row::new(cell.id(), key, kind)
@@ -189,12 +189,14 @@ pub fn merge(runs: &[Row]) -> Row {
 
 /// Flags a request/response row whose cost-pass median latency disagrees with its headline time
 /// per operation by more than the run-to-run spread (the row's own, else the run's noise figure,
-/// else 5 %): one of the two saw a different machine than the other.
+/// else 5 %): one of the two saw a different machine than the other. With many callers the two
+/// measure different things (each caller waits behind the others: its latency is about the
+/// callers times the time per operation), so only one-caller rows are compared.
 pub fn flag_disagreement(row: &mut Row, run_noise: Option<f64>) {
     let (Some(wall), Some(latency)) = (row.wall_ns_per_op, row.latency_ns) else {
         return;
     };
-    if row.pipeline != 1 || latency.p50 == 0 {
+    if row.pipeline != 1 || row.concurrency != 1 || latency.p50 == 0 {
         return;
     }
     let p50 = latency.p50 as f64;
@@ -275,6 +277,7 @@ mod tests {
             value_size: 3,
             pipeline: 1,
             transport: Transport::Tcp,
+            concurrency: 1,
         };
         new_row(&cell, "a-client", kvbench_results::Kind::HandWritten).with_wall(
             wall_of(&[median * 0.99, median, median * 1.01]).unwrap(),

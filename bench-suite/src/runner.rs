@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::baselines::{self, LoopbackFloor};
+use crate::callers::{self, Callers};
 use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Driver, Workload};
 use crate::environment;
@@ -405,7 +406,9 @@ fn run_pair(
     items: &[(&[u8], &[u8])],
 ) -> Row {
     let row = results::new_row(cell, spec.name, kind(spec));
-    if let (Some(reason), Op::PipelineSet) = (spec.slow_round_trip, cell.op) {
+    if let Some(reason) = spec.slow_round_trip
+        && (cell.op == Op::PipelineSet || cell.concurrency > 1)
+    {
         return row.fail(
             Status::Unsupported,
             format!("not run: every round trip is slow by design ({reason})"),
@@ -430,6 +433,10 @@ fn run_pair(
     };
     #[cfg(feature = "fault-injection")]
     maybe_stop_server(h, cell, spec.name);
+    if cell.concurrency > 1 {
+        drop(driver);
+        return run_callers(h, group, row, spec, endpoint, w);
+    }
 
     let slow = spec.slow_round_trip.is_some();
     match choose_timing(spec, w, h.settings.mode, verified_in) {
@@ -476,6 +483,93 @@ fn run_pair(
     }
 }
 
+/// Times the cell's callers of `spec` (already verified with one connection): connected as the
+/// spec's concurrency model says, timed in the cell's group (an iteration is one operation of
+/// every caller), then a cost pass over rounds of every caller.
+fn run_callers(
+    h: &mut Harness,
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    mut row: Row,
+    spec: &ClientSpec,
+    endpoint: &kvbench_core::Endpoint,
+    w: &Workload,
+) -> Row {
+    let cell = &w.cell;
+    let mut callers = match Callers::connect(spec, endpoint, &bench_options(), cell.concurrency, w)
+    {
+        Ok(callers) => callers,
+        Err(err) => {
+            let what = format!("connecting {} callers", cell.concurrency);
+            return row.fail(Status::Failed, pair_error(h, cell, &what, err));
+        }
+    };
+    row.model = callers.model;
+    row.connections = callers.connections as u32;
+    if let Some(program) = MEMORY_PROBE_PROGRAM.get() {
+        match callers::memory_per_caller(program, spec, endpoint, w) {
+            Ok(bytes) => row.memory_per_caller_bytes = Some(bytes),
+            Err(err) => row
+                .flags
+                .push(format!("memory per caller not measured: {err}")),
+        }
+    }
+    let failure = std::cell::RefCell::new(None);
+    group.bench_function(spec.name, |b| {
+        b.iter_custom(|iters| {
+            if failure.borrow().is_some() {
+                return Duration::from_nanos(1);
+            }
+            match callers.round(w, iters, false) {
+                Ok(round) => round.elapsed,
+                Err(err) => {
+                    *failure.borrow_mut() = Some(err);
+                    Duration::from_nanos(1)
+                }
+            }
+        })
+    });
+    if let Some(err) = failure.into_inner() {
+        return row.fail(Status::Failed, pair_error(h, cell, "during timing", err));
+    }
+    let row = if h.settings.mode == Mode::Test {
+        row
+    } else {
+        match h.wall(cell, spec.name, group_samples(cell, h.settings.mode)) {
+            Ok(wall) => row.with_wall(
+                wall,
+                &format!(
+                    "criterion: median of the samples, its 95 % CI; an iteration is one operation \
+                     of each of {} callers",
+                    cell.concurrency
+                ),
+            ),
+            Err(err) => return row.fail(Status::Failed, format!("no criterion estimate: {err:#}")),
+        }
+    };
+    // The cell's operations shared out among the callers, at least 20 each (percentiles); the
+    // counting half runs as many, so that starting the callers' threads (counted in all
+    // syscalls, not in socket ones) weighs little per operation.
+    let calls = (cost_pass_calls(cell, h.settings.mode) / cell.concurrency as u64).max(20);
+    let outcome = costs::measure(
+        h.count_syscalls,
+        (calls, calls),
+        cell.ops_per_iteration(),
+        true,
+        |n, each| {
+            let round = callers.round(w, n, true)?;
+            round
+                .latencies
+                .iter()
+                .for_each(|&ns| each(Duration::from_nanos(ns)));
+            Ok(())
+        },
+    );
+    match outcome {
+        Ok(costs) => row.with_costs(&costs),
+        Err(err) => row.fail(Status::Failed, pair_error(h, cell, "cost pass", err)),
+    }
+}
+
 /// The group's sample size: the run's, or ten for deep pipelines.
 fn group_samples(cell: &Cell, mode: Mode) -> usize {
     if cell.pipeline >= SINGLE_SHOT_DEPTH {
@@ -501,6 +595,7 @@ enum Entry<'a> {
     Client(&'a ClientSpec),
     Floor,
     RedisBenchmark,
+    Memaslap,
 }
 
 /// The entries of `cell` in this visit's order: shuffled with a seed from the run's order seed,
@@ -512,11 +607,15 @@ fn entries<'a>(h: &Harness, cell: &Cell, specs: &'a [ClientSpec]) -> Vec<Entry<'
         .filter(|spec| drivers::serves(spec, cell))
         .map(Entry::Client)
         .collect();
-    if cell.is_request_response() {
+    // The floor is one connection's: it has no many-caller form.
+    if cell.is_request_response() && cell.concurrency == 1 {
         entries.push(Entry::Floor);
     }
     if cell.backend == Backend::Redis {
         entries.push(Entry::RedisBenchmark);
+    }
+    if baselines::memaslap_serves(cell) {
+        entries.push(Entry::Memaslap);
     }
     let id = cell.id();
     let cell_seed = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
@@ -598,6 +697,7 @@ fn run_cell(
             ),
             Entry::Floor => floor_row(h, &mut group, cell, &w, &bench_options()),
             Entry::RedisBenchmark => redis_benchmark_row(h, cell, &endpoint, &mut reference),
+            Entry::Memaslap => memaslap_row(h, cell, &endpoint),
         };
         row.seconds = Some(started.elapsed().as_secs_f64());
         h.push(row);
@@ -629,37 +729,51 @@ fn run_cell(
     h.save()
 }
 
-/// redis-benchmark in a Redis cell (not against an external server: its keys are unprefixed).
+/// A baseline tool's row in `cell` from `run`, unless the cell's server is external: the tools
+/// write keys of their own, without the run's prefix.
+fn tool_row(h: &Harness, cell: &Cell, tool: &str, run: impl FnOnce() -> Row) -> Row {
+    if h.servers.is_external(cell.backend) {
+        return results::new_row(cell, tool, Kind::Baseline).fail(
+            Status::Unsupported,
+            format!("{tool} writes unprefixed keys: not run against an external server"),
+        );
+    }
+    let row = run();
+    if row.status == Status::Failed {
+        let err = row.error.clone().unwrap_or_default();
+        return row.fail(Status::Failed, pair_error(h, cell, tool, err));
+    }
+    row
+}
+
 fn redis_benchmark_row(
     h: &Harness,
     cell: &Cell,
     endpoint: &kvbench_core::Endpoint,
     reference: &mut Reference,
 ) -> Row {
-    if h.servers.is_external(Backend::Redis) {
-        return results::new_row(cell, baselines::REDIS_BENCHMARK, Kind::Baseline).fail(
-            Status::Unsupported,
-            "redis-benchmark writes unprefixed keys: not run against an external server",
-        );
-    }
-    let row = baselines::redis_benchmark(
-        cell,
-        endpoint,
-        h.settings.placement.client_cpu,
-        h.settings.mode,
-        &mut |key, value| {
-            match value {
-                Some(value) => reference.set(key, value),
-                None => reference.delete_many(&[key.to_vec()]),
-            }
-            .map_err(anyhow::Error::msg)
-        },
-    );
-    if row.status == Status::Failed {
-        let err = row.error.clone().unwrap_or_default();
-        return row.fail(Status::Failed, pair_error(h, cell, "redis-benchmark", err));
-    }
-    row
+    tool_row(h, cell, baselines::REDIS_BENCHMARK, || {
+        baselines::redis_benchmark(
+            cell,
+            endpoint,
+            h.settings.placement.client_cpu,
+            h.settings.mode,
+            &mut |key, value| {
+                match value {
+                    Some(value) => reference.set(key, value),
+                    None => reference.delete_many(&[key.to_vec()]),
+                }
+                .map_err(anyhow::Error::msg)
+            },
+        )
+    })
+}
+
+fn memaslap_row(h: &Harness, cell: &Cell, endpoint: &kvbench_core::Endpoint) -> Row {
+    tool_row(h, cell, baselines::MEMASLAP, || {
+        let cpu = h.settings.placement.client_cpu;
+        baselines::memaslap(cell, endpoint, cpu, h.settings.mode, &h.dir)
+    })
 }
 
 fn floor_row(
@@ -719,6 +833,39 @@ fn floor_row(
     row
 }
 
+/// Raises the soft limit on open files (`RLIMIT_NOFILE`) for `callers` in flight: their sockets
+/// in the bench, a baseline's in its process and the servers' ends (the servers inherit the
+/// limit). Refuses, naming the limit, when the hard limit is too low: better than failing
+/// halfway through the run.
+fn raise_open_file_limit(callers: usize) -> Result<()> {
+    let want = (2 * callers + 1024) as libc::rlim_t;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for the call to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("reading RLIMIT_NOFILE");
+    }
+    if limit.rlim_cur >= want {
+        return Ok(());
+    }
+    if limit.rlim_max < want {
+        anyhow::bail!(
+            "{callers} callers need {want} open files, but the hard limit on open files \
+             (RLIMIT_NOFILE, `ulimit -Hn`) is {}: raise it, or lower CONCURRENCY",
+            limit.rlim_max
+        );
+    }
+    limit.rlim_cur = want;
+    // SAFETY: `limit` is a valid rlimit, within the hard limit just read.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("raising RLIMIT_NOFILE to {want}"));
+    }
+    Ok(())
+}
+
 fn server_record(servers: &Servers, backend: Backend) -> Server {
     let info = servers.info(backend);
     let config = match &info.url {
@@ -756,7 +903,18 @@ pub fn main() -> std::process::ExitCode {
     }
 }
 
+/// This program, when it can measure memory per caller by running itself again as a probe:
+/// set by [`main`] (a test that calls [`run_with`] from a program of its own has no probe).
+static MEMORY_PROBE_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 fn run() -> Result<()> {
+    if let Ok(json) = std::env::var(callers::MEMORY_PROBE_VAR) {
+        return callers::run_memory_probe(&json, &kvbench_clients::all())
+            .map_err(|err| anyhow::anyhow!("memory probe: {err}"));
+    }
+    if let Ok(program) = std::env::current_exe() {
+        let _ = MEMORY_PROBE_PROGRAM.set(program);
+    }
     // criterion runs every benchmark once, as a test, when given `--test` or when started
     // without `--bench` (as `cargo test --bench matrix` does): a smoke run.
     let args: Vec<String> = std::env::args().collect();
@@ -774,11 +932,15 @@ fn run() -> Result<()> {
 /// filter), so its mode must agree with `settings.mode`.
 pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) -> Result<()> {
     let placement = settings.placement;
+    let max_concurrency = settings.max_concurrency();
+    raise_open_file_limit(max_concurrency)?;
     // Servers first: the thread that starts (and restarts) them must keep every CPU, and the
     // bench's own pinning below applies to this thread only.
     let servers = Servers::start(&StartOptions {
         redis_cpu: placement.server_cpu,
         memcached_cpu: placement.server_cpu,
+        // The callers, redis-benchmark's or memaslap's connections, and a few more.
+        max_connections: max_concurrency + 64,
         ..StartOptions::default()
     })?;
     if let Some(cpu) = placement.client_cpu {

@@ -88,6 +88,8 @@ fn bench_cell() -> std::result::Result<(), String> {
         repeat_cells: Vec::new(),
         order_seed: 1,
         quick_cells: false,
+        // The one plain cell only.
+        concurrency: Vec::new(),
         #[cfg(feature = "fault-injection")]
         stop_server_at: None,
     };

@@ -31,6 +31,9 @@ pub const RESULTS_FILE: &str = "results.json";
 
 /// Name of the redis-benchmark rows: the same-run baseline every ratio column refers to.
 pub const REDIS_BENCHMARK: &str = "redis-benchmark";
+/// Name of the memaslap rows (Debian's `memcaslap`): the same-run baseline of memcached's TCP
+/// cells, as redis-benchmark is Redis's.
+pub const MEMASLAP: &str = "memaslap";
 /// Name of the loopback floor rows: a server that does no work, so the transport alone.
 pub const LOOPBACK_FLOOR: &str = "loopback-floor";
 
@@ -229,7 +232,7 @@ pub enum Status {
     Unsupported,
 }
 
-/// How C callers in flight share connections. Every cell so far has one caller.
+/// How C callers in flight share connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConcurrencyModel {
@@ -239,6 +242,9 @@ pub enum ConcurrencyModel {
     Multiplexed,
     /// Callers share a pool of connections.
     Pool,
+    /// One thread's event loop drives a connection per caller: how the baseline tools
+    /// (redis-benchmark, memaslap) serve many callers.
+    EventLoop,
 }
 
 /// One (cell, client) pair.
@@ -299,6 +305,10 @@ pub struct Row {
     pub alloc_bytes_per_op: Option<f64>,
     /// Latency percentiles of single operations (null for pipelines).
     pub latency_ns: Option<Latency>,
+    /// Memory per caller: the growth of the process's peak resident memory while the callers
+    /// were connected and running, over the callers (a thread's stack and socket against a
+    /// task's state); null at one caller.
+    pub memory_per_caller_bytes: Option<f64>,
     /// What a reader should check before trusting the row (for example, the cost pass's median
     /// disagrees with the headline by more than the run-to-run spread).
     pub flags: Vec<String>,
@@ -506,6 +516,7 @@ impl Row {
             allocs_per_op: None,
             alloc_bytes_per_op: None,
             latency_ns: None,
+            memory_per_caller_bytes: None,
             flags: Vec::new(),
             criterion_report: None,
             seconds: None,
@@ -547,7 +558,7 @@ impl Row {
 
     /// Whether this is the loopback floor (not a client of the real server).
     pub fn is_floor(&self) -> bool {
-        self.kind == Kind::Baseline && self.client != REDIS_BENCHMARK
+        self.kind == Kind::Baseline && self.client == LOOPBACK_FLOOR
     }
 
     /// Why the row has no throughput (`None` when it has one).
@@ -625,7 +636,7 @@ names! {
     Op { Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex", PipelineSet => "pipeline_set" }
     Kind { HandWritten => "hand-written", Library => "library", Baseline => "baseline" }
     Status { Ok => "ok", Failed => "failed", Unsupported => "unsupported" }
-    ConcurrencyModel { Threads => "threads", Multiplexed => "multiplexed", Pool => "pool" }
+    ConcurrencyModel { Threads => "threads", Multiplexed => "multiplexed", Pool => "pool", EventLoop => "event-loop" }
     IntervalKind { Ci95 => "ci95", Range => "range" }
 }
 

@@ -191,6 +191,10 @@ pub struct StartOptions {
     pub memcached_cpu: Option<usize>,
     /// How long each server (private or external) may take to answer.
     pub startup_timeout: Duration,
+    /// Client connections each private server must accept at once: memcached's `-c` (its
+    /// default, 1,024, when lower) and Redis's `--maxclients` (its default, 10,000, when lower).
+    /// Each server raises its own open-file limit to fit, up to the hard limit it inherits.
+    pub max_connections: usize,
 }
 
 impl StartOptions {
@@ -205,6 +209,7 @@ impl Default for StartOptions {
             redis_cpu: None,
             memcached_cpu: None,
             startup_timeout: Self::DEFAULT_STARTUP_TIMEOUT,
+            max_connections: 1024,
         }
     }
 }
@@ -735,10 +740,12 @@ fn start_redis(handle: &Handle, program: PathBuf, options: &StartOptions) -> Res
     let dir = path_str(handle.dir());
     let socket = handle.dir().join("redis.sock");
     let log = handle.dir().join("redis.log");
+    let max_clients = options.max_connections.max(10_000).to_string();
     let args = |port: Option<u16>| {
         let port = port.map(|port| port.to_string()).unwrap_or_default();
         #[rustfmt::skip]
         let args = [
+            "--maxclients", &max_clients,
             "--port", &port, "--bind", "127.0.0.1",
             "--unixsocket", path_str(&socket), "--unixsocketperm", "700",
             // No persistence: nothing to write on shutdown, so SIGTERM stops it at once.
@@ -776,7 +783,8 @@ fn start_memcached(
 ) -> Result<ServerInfo> {
     // -m 256: a cap, not an allocation. -I 2m: the default 1 MiB item limit includes item
     // overhead, so a 1 MiB value would be refused.
-    let mut common = vec!["-m", "256", "-I", "2m"];
+    let max_connections = options.max_connections.max(1024).to_string();
+    let mut common = vec!["-m", "256", "-I", "2m", "-c", &max_connections];
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         // memcached refuses to run as root unless told which user to be.

@@ -1,0 +1,404 @@
+//! Many callers at once: the C callers of a concurrency cell, served the way the client's spec
+//! declares ([`Concurrency`]). Each caller makes its requests back to back and waits for its own
+//! reply before the next (a closed loop); every caller runs the whole timed period, and the
+//! throughput counts the operations of all of them.
+//!
+//! - **Threads** (and a pool's blocking handles): one OS thread per caller, started for each
+//!   round and released together through a barrier, so the threads' start is not timed. They
+//!   inherit the bench's CPU placement (and the syscall counters' `inherit`).
+//! - **Tasks** (a multiplexed client's or a pool's async handles): one task per caller on the
+//!   bench's current-thread runtime, so every task runs on the bench's pinned CPU.
+//!
+//! Memory per caller is measured in a fresh process of the bench ([`memory_per_caller`]): in the
+//! measuring process, memory freed by earlier pairs and the thread stacks the C library keeps
+//! for reuse would be taken again without growing it, and hide what C callers cost.
+
+use std::rc::Rc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use kvbench_core::{
+    AsyncClient, Client, ClientSpec, Concurrency, Endpoint, Error, Handle, Options, Result,
+    SharedClient,
+};
+use kvbench_results::ConcurrencyModel;
+use tokio::runtime::Runtime;
+use tokio::task::LocalSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::costs::{self, CountingAllocator};
+use crate::drivers::{self, Workload};
+use crate::matrix::{Cell, Op};
+
+/// How the callers run.
+enum Served {
+    /// A blocking client per caller, each driven by its own thread in a round.
+    Threads(Vec<Box<dyn Client>>),
+    /// An async handle per caller, each driven by its own task in a round.
+    Tasks(Vec<Box<dyn AsyncClient>>),
+}
+
+/// The C callers of one (cell, client) pair, connected.
+pub struct Callers {
+    served: Served,
+    /// The runtime the tasks (and an async shared client's own tasks) run on.
+    runtime: Runtime,
+    local: LocalSet,
+    /// The connection(s) the handles share; kept open while the callers live.
+    _shared: Option<Box<dyn SharedClient>>,
+    /// How the callers share connections, for the row.
+    pub model: ConcurrencyModel,
+    /// Sockets the callers opened.
+    pub connections: usize,
+}
+
+/// One round's outcome: its wall time, and every operation's latency when asked for.
+pub struct Round {
+    /// From the moment every caller may start to the moment the last one finished.
+    pub elapsed: Duration,
+    /// Each operation's duration, ns, over all callers (empty unless recorded).
+    pub latencies: Vec<u64>,
+}
+
+impl Callers {
+    /// Connects `callers` callers of `spec` to `endpoint`, and checks them with one short round
+    /// of `w`.
+    pub fn connect(
+        spec: &ClientSpec,
+        endpoint: &Endpoint,
+        options: &Options,
+        callers: usize,
+        w: &Workload,
+    ) -> Result<Callers> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Io)?;
+        let local = LocalSet::new();
+        let (served, shared, model) = match spec.concurrency {
+            Concurrency::Threads => {
+                let clients = (0..callers)
+                    .map(|_| (spec.connect)(endpoint, options))
+                    .collect::<Result<Vec<_>>>()?;
+                (Served::Threads(clients), None, ConcurrencyModel::Threads)
+            }
+            Concurrency::Multiplexed(connect) | Concurrency::Pool { connect, .. } => {
+                let connections = spec.concurrency.connections(callers);
+                let shared = local.block_on(&runtime, connect(endpoint, options, connections))?;
+                let handles: Vec<Handle> = (0..callers).map(|_| shared.handle()).collect();
+                let served = if handles.iter().all(|h| matches!(h, Handle::Async(_))) {
+                    Served::Tasks(handles.into_iter().filter_map(into_async).collect())
+                } else {
+                    Served::Threads(handles.into_iter().filter_map(into_blocking).collect())
+                };
+                let model = match spec.concurrency {
+                    Concurrency::Multiplexed(_) => ConcurrencyModel::Multiplexed,
+                    _ => ConcurrencyModel::Pool,
+                };
+                (served, Some(shared), model)
+            }
+        };
+        let mut callers_ = Callers {
+            served,
+            runtime,
+            local,
+            _shared: shared,
+            model,
+            connections: spec.concurrency.connections(callers),
+        };
+        if callers_.count() != callers {
+            return Err(Error::Protocol(format!(
+                "{}: the shared client mixed async and blocking handles",
+                spec.name
+            )));
+        }
+        callers_.round(w, 2, false)?;
+        Ok(callers_)
+    }
+
+    /// The number of callers.
+    pub fn count(&self) -> usize {
+        match &self.served {
+            Served::Threads(clients) => clients.len(),
+            Served::Tasks(handles) => handles.len(),
+        }
+    }
+
+    /// Every caller makes `n` operations of `w`, back to back; the first error any caller met
+    /// is returned (the others finish their round).
+    pub fn round(&mut self, w: &Workload, n: u64, record: bool) -> Result<Round> {
+        match &mut self.served {
+            Served::Threads(clients) => threads_round(clients, w, n, record),
+            Served::Tasks(handles) => {
+                tasks_round(&self.runtime, &self.local, handles, w, n, record)
+            }
+        }
+    }
+}
+
+fn into_async(handle: Handle) -> Option<Box<dyn AsyncClient>> {
+    match handle {
+        Handle::Async(handle) => Some(handle),
+        Handle::Blocking(_) => None,
+    }
+}
+
+fn into_blocking(handle: Handle) -> Option<Box<dyn Client>> {
+    match handle {
+        Handle::Blocking(handle) => Some(handle),
+        Handle::Async(_) => None,
+    }
+}
+
+/// One caller's `n` operations, each timed when `record` is set; `latencies` is allocated by
+/// the caller beforehand, outside the counted work.
+fn caller_loop(
+    mut op: impl FnMut() -> Result<()>,
+    n: u64,
+    record: bool,
+    mut latencies: Vec<u64>,
+) -> (Result<()>, Vec<u64>) {
+    for _ in 0..n {
+        let start = Instant::now();
+        if let Err(err) = op() {
+            return (Err(err), latencies);
+        }
+        if record {
+            latencies.push(start.elapsed().as_nanos().max(1) as u64);
+        }
+    }
+    (Ok(()), latencies)
+}
+
+fn threads_round(
+    clients: &mut [Box<dyn Client>],
+    w: &Workload,
+    n: u64,
+    record: bool,
+) -> Result<Round> {
+    // Starting a thread allocates: those allocations are the round's set-up, not its work.
+    let counting = CountingAllocator::pause();
+    let barrier = Arc::new(Barrier::new(clients.len() + 1));
+    let outcomes = std::thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .iter_mut()
+            .map(|client| {
+                let barrier = Arc::clone(&barrier);
+                let latencies = Vec::with_capacity(if record { n as usize } else { 0 });
+                scope.spawn(move || {
+                    barrier.wait();
+                    // Each caller's own clock: on a shared CPU the released threads may run
+                    // before the thread that released them does.
+                    let start = Instant::now();
+                    let outcome = caller_loop(
+                        || drivers::run_sync(client.as_mut(), w, &[]),
+                        n,
+                        record,
+                        latencies,
+                    );
+                    (start, Instant::now(), outcome)
+                })
+            })
+            .collect();
+        barrier.wait();
+        CountingAllocator::enable(counting);
+        workers
+            .into_iter()
+            .map(|worker| worker.join())
+            .collect::<Vec<_>>()
+    });
+    let mut first_start: Option<Instant> = None;
+    let mut last_end: Option<Instant> = None;
+    let mut results = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        match outcome {
+            Ok((start, end, result)) => {
+                first_start = Some(first_start.map_or(start, |first| first.min(start)));
+                last_end = Some(last_end.map_or(end, |last| last.max(end)));
+                results.push(result);
+            }
+            Err(_) => results.push((Err(Error::Protocol("a caller panicked".into())), Vec::new())),
+        }
+    }
+    let elapsed = match (first_start, last_end) {
+        (Some(start), Some(end)) => end - start,
+        _ => Duration::ZERO,
+    };
+    gather(elapsed, results.into_iter())
+}
+
+#[allow(
+    clippy::await_holding_refcell_ref,
+    reason = "no RefCell: handles are moved into their task and back"
+)]
+fn tasks_round(
+    runtime: &Runtime,
+    local: &LocalSet,
+    handles: &mut Vec<Box<dyn AsyncClient>>,
+    w: &Workload,
+    n: u64,
+    record: bool,
+) -> Result<Round> {
+    // Spawning a task allocates: the round's set-up, not its work.
+    let counting = CountingAllocator::pause();
+    let w = Rc::new(w.clone());
+    let owned = std::mem::take(handles);
+    let (elapsed, outcomes) = local.block_on(runtime, async {
+        // Spawned tasks wait until this one yields: every caller starts with the clock.
+        let tasks: Vec<_> = owned
+            .into_iter()
+            .map(|mut handle| {
+                let w = Rc::clone(&w);
+                let mut latencies = Vec::with_capacity(if record { n as usize } else { 0 });
+                tokio::task::spawn_local(async move {
+                    let mut outcome = Ok(());
+                    for _ in 0..n {
+                        let start = Instant::now();
+                        if let Err(err) = drivers::run_async(handle.as_mut(), &w, &[]).await {
+                            outcome = Err(err);
+                            break;
+                        }
+                        if record {
+                            latencies.push(start.elapsed().as_nanos().max(1) as u64);
+                        }
+                    }
+                    (handle, outcome, latencies)
+                })
+            })
+            .collect();
+        CountingAllocator::enable(counting);
+        let start = Instant::now();
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            outcomes.push(task.await);
+        }
+        (start.elapsed(), outcomes)
+    });
+    let mut results = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        match outcome {
+            Ok((handle, result, latencies)) => {
+                handles.push(handle);
+                results.push((result, latencies));
+            }
+            Err(err) => results.push((
+                Err(Error::Protocol(format!("a caller's task: {err}"))),
+                Vec::new(),
+            )),
+        }
+    }
+    gather(elapsed, results.into_iter())
+}
+
+/// The round's outcome from every caller's: the first error, or all latencies.
+fn gather(
+    elapsed: Duration,
+    outcomes: impl Iterator<Item = (Result<()>, Vec<u64>)>,
+) -> Result<Round> {
+    let mut latencies = Vec::new();
+    let mut first_error = None;
+    for (outcome, caller_latencies) in outcomes {
+        match outcome {
+            Ok(()) => latencies.extend(caller_latencies),
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    match first_error {
+        Some(err) => Err(err),
+        None => Ok(Round { elapsed, latencies }),
+    }
+}
+
+/// The environment variable that makes the bench process a memory probe (see
+/// [`memory_per_caller`]): one pair, described in JSON.
+pub const MEMORY_PROBE_VAR: &str = "KVBENCH_MEMORY_PROBE";
+
+/// One pair's callers, described for a fresh process.
+#[derive(Serialize, Deserialize)]
+struct MemoryProbe {
+    client: String,
+    tcp: Option<String>,
+    unix: Option<std::path::PathBuf>,
+    op: Op,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    callers: usize,
+}
+
+/// Memory per caller of `spec`'s `callers` callers in `w`'s cell, in bytes: this program run
+/// again as a probe (`program`, with [`MEMORY_PROBE_VAR`] set), which connects the callers, runs
+/// a short round so that every thread, stack and buffer exists, and reports the growth of its
+/// peak resident memory over the callers. `None`, with the reason, when it cannot.
+pub fn memory_per_caller(
+    program: &std::path::Path,
+    spec: &ClientSpec,
+    endpoint: &Endpoint,
+    w: &Workload,
+) -> std::result::Result<f64, String> {
+    let (tcp, unix) = match endpoint {
+        Endpoint::Tcp(addr) => (Some(addr.clone()), None),
+        Endpoint::Unix(path) => (None, Some(path.clone())),
+    };
+    let probe = MemoryProbe {
+        client: spec.name.to_string(),
+        tcp,
+        unix,
+        op: w.cell.op,
+        key: w.key.clone(),
+        value: w.value.clone(),
+        callers: w.cell.concurrency,
+    };
+    let json = serde_json::to_string(&probe).map_err(|err| err.to_string())?;
+    let output = std::process::Command::new(program)
+        .env(MEMORY_PROBE_VAR, json)
+        .output()
+        .map_err(|err| format!("starting the memory probe: {err}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    match (output.status.success(), stdout.trim().parse::<f64>()) {
+        (true, Ok(bytes)) => Ok(bytes),
+        _ => Err(format!(
+            "the memory probe failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+    }
+}
+
+/// The probe's side of [`memory_per_caller`]: prints the bytes per caller.
+pub fn run_memory_probe(json: &str, clients: &[ClientSpec]) -> std::result::Result<(), String> {
+    let probe: MemoryProbe = serde_json::from_str(json).map_err(|err| err.to_string())?;
+    let spec = clients
+        .iter()
+        .find(|spec| spec.name == probe.client)
+        .ok_or_else(|| format!("no client named {}", probe.client))?;
+    let endpoint = match (probe.tcp, probe.unix) {
+        (Some(addr), _) => Endpoint::Tcp(addr),
+        (None, Some(path)) => Endpoint::Unix(path),
+        (None, None) => return Err("no endpoint".into()),
+    };
+    let cell = Cell {
+        backend: spec.backend,
+        op: probe.op,
+        value_size: probe.value.len(),
+        pipeline: 1,
+        transport: endpoint.transport(),
+        concurrency: probe.callers,
+    };
+    let w = Workload {
+        cell,
+        key: probe.key,
+        value: probe.value,
+    };
+    let before = costs::reset_peak_rss().ok_or("cannot reset the peak resident memory")?;
+    let callers = Callers::connect(spec, &endpoint, &Options::default(), probe.callers, &w)
+        .map_err(|err| err.to_string())?;
+    let peak = costs::peak_rss().ok_or("cannot read the peak resident memory")?;
+    drop(callers);
+    println!(
+        "{}",
+        peak.saturating_sub(before) as f64 / probe.callers as f64
+    );
+    Ok(())
+}
