@@ -833,12 +833,9 @@ fn floor_row(
     row
 }
 
-/// Raises the soft limit on open files (`RLIMIT_NOFILE`) for `callers` in flight: their sockets
-/// in the bench, a baseline's in its process and the servers' ends (the servers inherit the
-/// limit). Refuses, naming the limit, when the hard limit is too low: better than failing
-/// halfway through the run.
+/// Raises the soft limit on open files (`RLIMIT_NOFILE`) for `callers` in flight (see
+/// [`open_files_wanted`]).
 fn raise_open_file_limit(callers: usize) -> Result<()> {
-    let want = (2 * callers + 1024) as libc::rlim_t;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -847,16 +844,9 @@ fn raise_open_file_limit(callers: usize) -> Result<()> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Err(std::io::Error::last_os_error()).context("reading RLIMIT_NOFILE");
     }
-    if limit.rlim_cur >= want {
+    let Some(want) = open_files_wanted(callers, limit.rlim_cur, limit.rlim_max)? else {
         return Ok(());
-    }
-    if limit.rlim_max < want {
-        anyhow::bail!(
-            "{callers} callers need {want} open files, but the hard limit on open files \
-             (RLIMIT_NOFILE, `ulimit -Hn`) is {}: raise it, or lower CONCURRENCY",
-            limit.rlim_max
-        );
-    }
+    };
     limit.rlim_cur = want;
     // SAFETY: `limit` is a valid rlimit, within the hard limit just read.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
@@ -864,6 +854,24 @@ fn raise_open_file_limit(callers: usize) -> Result<()> {
             .with_context(|| format!("raising RLIMIT_NOFILE to {want}"));
     }
     Ok(())
+}
+
+/// The soft limit on open files `callers` in flight need, if the current `soft` one is too low:
+/// their sockets in the bench, a baseline's in its process and the servers' ends (the servers
+/// inherit the limit), plus room for the rest. Refuses, naming the limit, when the `hard` limit
+/// is too low: better than failing halfway through the run.
+fn open_files_wanted(callers: usize, soft: u64, hard: u64) -> Result<Option<u64>> {
+    let want = 2 * callers as u64 + 1024;
+    if soft >= want {
+        return Ok(None);
+    }
+    if hard < want {
+        anyhow::bail!(
+            "{callers} callers need {want} open files, but the hard limit on open files \
+             (RLIMIT_NOFILE, `ulimit -Hn`) is {hard}: raise it, or lower CONCURRENCY"
+        );
+    }
+    Ok(Some(want))
 }
 
 fn server_record(servers: &Servers, backend: Backend) -> Server {
@@ -1152,4 +1160,20 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         anyhow::bail!("{} pairs failed:\n{}", failed.len(), failed.join("\n"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_files_wanted;
+
+    #[test]
+    fn the_open_file_limit_is_raised_within_the_hard_limit_or_refused_by_name() {
+        assert_eq!(open_files_wanted(256, 20_000, 20_000).unwrap(), None);
+        assert_eq!(open_files_wanted(256, 1024, 4096).unwrap(), Some(1536));
+        let err = open_files_wanted(4096, 1024, 4096).unwrap_err().to_string();
+        assert!(
+            err.contains("RLIMIT_NOFILE") && err.contains("4096"),
+            "{err}"
+        );
+    }
 }
