@@ -201,6 +201,8 @@ fn copy(error: &Error) -> Error {
     match error {
         Error::Io(err) => Error::Io(io::Error::new(err.kind(), err.to_string())),
         Error::Timeout(message) => Error::Timeout(message.clone()),
+        Error::Protocol(message) => Error::Protocol(message.clone()),
+        // The rest never fail a connection; kept whole all the same.
         other => Error::Protocol(other.to_string()),
     }
 }
@@ -469,7 +471,12 @@ async fn read_replies<P: Protocol>(
             return Ok(()); // The connection failed meanwhile.
         };
         if !slot.expects.fits(&answer) {
-            let error = Error::Protocol(format!("{:?} got a reply of another kind", slot.expects));
+            let message = format!(
+                "a reply of another kind than the command expects ({:?}): replies and commands no \
+                 longer line up",
+                slot.expects
+            );
+            let error = Error::Protocol(message);
             let _ = slot.reply.send(Err(copy(&error)));
             return Err(error);
         }
