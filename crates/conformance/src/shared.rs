@@ -64,7 +64,9 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
         about: "the server closes every connection while callers are in flight (Redis: CLIENT KILL \
                 from the reference connection; memcached, which has no such command: its process \
                 is stopped), on servers of the case's own: every caller stops with a connection \
-                error other than a timeout, and no caller hangs or gets another's reply",
+                error other than a timeout, a call made after the close never succeeds (a client \
+                that reconnects by itself would need a case of its own), and no caller hangs or \
+                gets another's reply",
         run: server_close,
     },
 ];
@@ -494,10 +496,6 @@ fn error_reply_to_one_caller(c: &mut SharedCase) -> Outcome {
 const CLOSE_CALLERS: usize = 32;
 /// Rounds every caller completes (on average) before the server closes the connections.
 const ROUNDS_BEFORE_CLOSE: usize = 10;
-/// Rounds a caller may still complete once the close is under way: the reply to a request
-/// written just before it may still arrive, but a caller that goes on getting replies has not
-/// noticed the close.
-const ROUNDS_AFTER_CLOSE: usize = 100;
 /// A hang guard: if the callers have not made their rounds by then, the server closes anyway.
 const CLOSE_AT_THE_LATEST: Duration = Duration::from_secs(60);
 
@@ -512,7 +510,9 @@ fn server_close(c: &mut SharedCase) -> Outcome {
     let key = |id| format!("close:{id}").into_bytes();
     let opened = Opened::open(c.connect, &endpoint, &Options::default(), c.connections)?;
     let rounds = Arc::new(AtomicUsize::new(0));
+    // Set before the server is asked to close the connections, and once it has.
     let closing = Arc::new(AtomicBool::new(false));
+    let closed = Arc::new(AtomicBool::new(false));
     // Callers that are done (early, if they failed before the close).
     let finished = Arc::new(AtomicUsize::new(0));
     let backend = c.backend;
@@ -526,33 +526,35 @@ fn server_close(c: &mut SharedCase) -> Outcome {
                 std::thread::sleep(Duration::from_millis(1));
             }
             closing.store(true, Ordering::SeqCst);
-            match backend {
+            let result = match backend {
                 Backend::Redis => reference.kill_other_clients(),
+                // Returns once the process is gone, and its sockets with it.
                 Backend::Memcached => (servers.stop(Backend::Memcached))
                     .map_err(|err| format!("stopping the private memcached: {err}")),
-            }
+            };
+            closed.store(true, Ordering::SeqCst);
+            result
         });
         let outcomes = opened.run_callers(CLOSE_CALLERS, |id, mut caller| {
             let (rounds, closing, key) = (Arc::clone(&rounds), Arc::clone(&closing), key(id));
-            let finished = Arc::clone(&finished);
+            let (closed, finished) = (Arc::clone(&closed), Arc::clone(&finished));
             let calls = async move {
-                let mut after_close = 0;
                 for round in 0.. {
-                    if closing.load(Ordering::SeqCst) {
-                        after_close += 1;
-                        if after_close > ROUNDS_AFTER_CLOSE {
-                            return Err(Failure::Check(format!(
-                                "caller {id}: {ROUNDS_AFTER_CLOSE} rounds after the server \
-                                 closed the connection, its calls still succeed"
-                            )));
-                        }
-                    }
+                    // A round begun once the connection is closed cannot succeed (the reply
+                    // to a request sent before the close may still arrive, in the round before).
+                    let after_the_close = closed.load(Ordering::SeqCst);
                     let want = value(id, round);
                     let result = match caller.set(&key, &want).await {
                         Ok(()) => caller.get(&key).await,
                         Err(err) => Err(err),
                     };
                     match result {
+                        Ok(_) if after_the_close => {
+                            return Err(Failure::Check(format!(
+                                "caller {id}, round {round}: calls made after the server closed \
+                                 the connection succeed"
+                            )));
+                        }
                         Ok(got) => expect_own(id, round, "get of its own key", got, &want)?,
                         Err(err) => return stopped_by_the_close(id, round, &closing, err),
                     }

@@ -100,8 +100,7 @@ use tokio::task::AbortHandle;
 
 use crate::protocols::Expects;
 
-/// Room made for each `read`. The read buffer grows beyond it only with bytes that arrived (a
-/// reply larger than this), never with a length the server merely claims.
+/// Room made for each `read`; the read buffer grows beyond it only for a larger reply.
 pub const READ_CHUNK: usize = 64 * 1024;
 
 /// Most `set_many` commands waiting for their replies at once.
@@ -208,34 +207,21 @@ fn copy(error: &Error) -> Error {
 }
 
 /// A handle on one multiplexed connection, speaking protocol `P`. Cloning it is cheap and
-/// shares the connection: that is how each caller gets one. The connection's tasks stop when
-/// the last clone is dropped.
+/// shares the connection: that is how each caller gets one.
+#[derive(Clone)]
 pub struct Multiplexed<P> {
-    connection: Arc<Connection>,
+    shared: Arc<Shared>,
+    /// Stops the writer and the reader when the last clone is dropped.
+    _tasks: Arc<Tasks>,
+    read_timeout: Duration,
     protocol: PhantomData<fn() -> P>,
 }
 
-/// What the handles share: the queue, the tasks to stop with the last handle, the read timeout.
-struct Connection {
-    shared: Arc<Shared>,
-    tasks: [AbortHandle; 2],
-    read_timeout: Duration,
-}
+struct Tasks([AbortHandle; 2]);
 
-impl Drop for Connection {
+impl Drop for Tasks {
     fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-impl<P> Clone for Multiplexed<P> {
-    fn clone(&self) -> Self {
-        Multiplexed {
-            connection: Arc::clone(&self.connection),
-            protocol: PhantomData,
-        }
+        self.0.iter().for_each(AbortHandle::abort);
     }
 }
 
@@ -253,19 +239,22 @@ impl<P: Protocol> Multiplexed<P> {
                 stream.set_nonblocking(true).map_err(fail)?;
                 let stream = tokio::net::TcpStream::from_std(stream).map_err(fail)?;
                 let (read_half, write_half) = stream.into_split();
-                Self::start(read_half, write_half, options)
+                Self::over(read_half, write_half, options)
             }
             Endpoint::Unix(path) => {
                 let stream = kvbench_core::connect_unix_stream(path, options)?;
                 stream.set_nonblocking(true).map_err(fail)?;
                 let stream = tokio::net::UnixStream::from_std(stream).map_err(fail)?;
                 let (read_half, write_half) = stream.into_split();
-                Self::start(read_half, write_half, options)
+                Self::over(read_half, write_half, options)
             }
         })
     }
 
-    fn start(
+    /// Starts the writer and reader tasks over the two halves of a connected stream (what
+    /// [`connect`](Self::connect) does with a socket; a test can hand in a counted stream), with
+    /// the options' read and write timeouts. Must be called on a tokio runtime.
+    pub fn over(
         read_half: impl AsyncRead + Unpin + Send + 'static,
         write_half: impl AsyncWrite + Unpin + Send + 'static,
         options: &Options,
@@ -277,13 +266,10 @@ impl<P: Protocol> Multiplexed<P> {
             tokio::spawn(fail_on_error(Arc::clone(&shared), reader)).abort_handle(),
             tokio::spawn(fail_on_error(Arc::clone(&shared), writer)).abort_handle(),
         ];
-        let read_timeout = options.read_timeout;
         Multiplexed {
-            connection: Arc::new(Connection {
-                shared,
-                tasks,
-                read_timeout,
-            }),
+            shared,
+            _tasks: Arc::new(Tasks(tasks)),
+            read_timeout: options.read_timeout,
             protocol: PhantomData,
         }
     }
@@ -293,30 +279,26 @@ impl<P: Protocol> Multiplexed<P> {
     // ANCHOR: mux_send
     fn send(&self, command: Command) -> Result<oneshot::Receiver<Result<Answer>>> {
         let (reply, receiver) = oneshot::channel();
-        let shared = &self.connection.shared;
         {
-            let mut queue = shared.lock();
+            let mut queue = self.shared.lock();
             queue.broken.check()?;
             P::encode(&mut queue.write_buf, &command)?;
             let expects = command.expects();
             queue.queued.push_back(Slot { expects, reply });
         }
-        shared.wake_writer.notify_one();
+        self.shared.wake_writer.notify_one();
         Ok(receiver)
     }
     // ANCHOR_END: mux_send
 
     /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs).
     async fn receive(&self, receiver: oneshot::Receiver<Result<Answer>>) -> Result<Answer> {
-        let limit = self.connection.read_timeout;
+        let limit = self.read_timeout;
         match tokio::time::timeout(limit, receiver).await {
             Ok(Ok(answer)) => answer,
             // Dropped without an answer: only when the runtime the tasks ran on shuts down.
-            Ok(Err(_)) => Err(Error::Io(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the connection's tasks have stopped",
-            ))),
-            Err(_) => Err(self.connection.shared.fail(Error::Timeout(format!(
+            Ok(Err(_)) => Err(Error::Io(io::ErrorKind::BrokenPipe.into())),
+            Err(_) => Err(self.shared.fail(Error::Timeout(format!(
                 "no reply within the {limit:?} read timeout"
             )))),
         }
@@ -330,52 +312,52 @@ impl<P: Protocol> Multiplexed<P> {
     /// `GET key`: `Some(bytes)` on a hit.
     pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.call(Command::Get(key)).await? {
-            Answer::Value {
-                echoed_key: Some(echoed),
-                ..
-            } if echoed != key => {
-                let message = format!(
-                    "VALUE {} answers a get of {}",
-                    echoed.escape_ascii(),
-                    key.escape_ascii()
-                );
-                Err(self.connection.shared.fail(Error::Protocol(message)))
+            // A memcached VALUE line names its key: another key means the replies are out of step.
+            Answer::Value { data, echoed_key }
+                if echoed_key.as_deref().is_none_or(|echoed| echoed == key) =>
+            {
+                Ok(Some(data))
             }
-            Answer::Value { data, .. } => Ok(Some(data)),
             Answer::Miss => Ok(None),
-            other => Err(other.into_error()),
+            other => Err(self.unexpected(other)),
         }
     }
 
     /// `SET key value`.
     pub async fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let ttl_secs = None;
-        self.call(Command::Set {
-            key,
-            value,
-            ttl_secs,
-        })
-        .await?
-        .stored()
+        let answer = self.call(Command::Set(key, value, None)).await?;
+        self.stored(answer)
     }
 
     /// `SET key value` expiring after `ttl_secs` seconds.
     pub async fn set_ex(&self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let ttl_secs = Some(ttl_secs);
-        self.call(Command::Set {
-            key,
-            value,
-            ttl_secs,
-        })
-        .await?
-        .stored()
+        let answer = self.call(Command::Set(key, value, Some(ttl_secs))).await?;
+        self.stored(answer)
     }
 
     /// Removes a key; whether it existed.
     pub async fn delete(&self, key: &[u8]) -> Result<bool> {
         match self.call(Command::Delete(key)).await? {
             Answer::Deleted(existed) => Ok(existed),
-            other => Err(other.into_error()),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    fn stored(&self, answer: Answer) -> Result<()> {
+        match answer {
+            Answer::Stored => Ok(()),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// An error reply is its caller's [`Error::Server`]; any other reply a command cannot use
+    /// means that replies and commands no longer line up, and fails the connection.
+    fn unexpected(&self, answer: Answer) -> Error {
+        match answer {
+            Answer::Error(message) => Error::Server(message),
+            _ => (self.shared).fail(Error::Protocol(
+                "a reply that answers another command".into(),
+            )),
         }
     }
 
@@ -388,12 +370,7 @@ impl<P: Protocol> Multiplexed<P> {
         let mut waiting = VecDeque::new();
         let mut waiting_bytes = 0;
         for &(key, value) in items {
-            let ttl_secs = None;
-            let receiver = self.send(Command::Set {
-                key,
-                value,
-                ttl_secs,
-            })?;
+            let receiver = self.send(Command::Set(key, value, None))?;
             waiting.push_back((receiver, key.len() + value.len()));
             waiting_bytes += key.len() + value.len();
             while waiting.len() > SET_MANY_WINDOW || waiting_bytes > SET_MANY_WINDOW_BYTES {
@@ -401,11 +378,11 @@ impl<P: Protocol> Multiplexed<P> {
                     break;
                 };
                 waiting_bytes -= len;
-                self.receive(receiver).await?.stored()?;
+                self.stored(self.receive(receiver).await?)?;
             }
         }
         for (receiver, _) in waiting {
-            self.receive(receiver).await?.stored()?;
+            self.stored(self.receive(receiver).await?)?;
         }
         Ok(())
     }
@@ -460,25 +437,35 @@ async fn read_replies<P: Protocol>(
     shared: Arc<Shared>,
     mut stream: impl AsyncRead + Unpin,
 ) -> Result<()> {
-    let mut read_buf = ReadBuf::default();
+    // Bytes received and not yet decoded: `read_buf[start..]`.
+    let (mut read_buf, mut start) = (Vec::new(), 0);
     loop {
         // Nothing is read while nothing is asked: bytes no command asked for are never buffered.
         while shared.lock().in_flight.is_empty() {
             shared.wake_reader.notified().await;
         }
-        let answer = read_buf.next_reply::<P>(&mut stream).await?;
+        let answer = loop {
+            if let Some((answer, len)) = P::decode(&read_buf[start..])? {
+                start += len;
+                break answer;
+            }
+            // What is left is the start of one reply, moved to the front once. The buffer grows
+            // only with bytes that arrived, never with a length the server merely claims.
+            read_buf.drain(..start);
+            start = 0;
+            read_buf.reserve(READ_CHUNK);
+            if stream.read_buf(&mut read_buf).await? == 0 {
+                let closed = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
+                return Err(Error::Io(closed));
+            }
+        };
         let Some(slot) = shared.lock().in_flight.pop_front() else {
             return Ok(()); // The connection failed meanwhile.
         };
         if !slot.expects.fits(&answer) {
-            let message = format!(
-                "a reply of another kind than the command expects ({:?}): replies and commands no \
-                 longer line up",
-                slot.expects
-            );
-            let error = Error::Protocol(message);
-            let _ = slot.reply.send(Err(copy(&error)));
-            return Err(error);
+            let message = format!("a reply that cannot answer a {:?} command", slot.expects);
+            let _ = slot.reply.send(Err(Error::Protocol(message.clone())));
+            return Err(Error::Protocol(message));
         }
         // A cancelled caller has dropped its receiver: its reply is dropped here, and the next
         // reply still goes to the next caller.
@@ -486,40 +473,6 @@ async fn read_replies<P: Protocol>(
     }
 }
 // ANCHOR_END: mux_fifo
-
-/// Bytes received and not yet decoded: `bytes[start..]`.
-#[derive(Default)]
-struct ReadBuf {
-    bytes: Vec<u8>,
-    start: usize,
-}
-
-impl ReadBuf {
-    /// Decodes the next reply, reading until it is complete.
-    async fn next_reply<P: Protocol>(
-        &mut self,
-        stream: &mut (impl AsyncRead + Unpin),
-    ) -> Result<Answer> {
-        loop {
-            if let Some((answer, len)) = P::decode(&self.bytes[self.start..])? {
-                self.start += len;
-                return Ok(answer);
-            }
-            // What is left is the start of one reply: moved to the front, it is all that is
-            // copied, and only once per reply.
-            self.bytes.drain(..self.start);
-            self.start = 0;
-            self.bytes.reserve(READ_CHUNK);
-            if stream.read_buf(&mut self.bytes).await? == 0 {
-                let message = "the server closed the connection";
-                return Err(Error::Io(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    message,
-                )));
-            }
-        }
-    }
-}
 
 impl<P: Protocol> SharedClient for Multiplexed<P>
 where

@@ -15,15 +15,8 @@ use kvbench_resp::{Reply as RespReply, encode_command};
 pub enum Command<'a> {
     /// Read a key.
     Get(&'a [u8]),
-    /// Store a value, with an expiry in seconds or none.
-    Set {
-        /// The key.
-        key: &'a [u8],
-        /// The value.
-        value: &'a [u8],
-        /// Seconds to live; `None` never expires.
-        ttl_secs: Option<u32>,
-    },
+    /// Store a value (key, value), expiring after so many seconds or (`None`) never.
+    Set(&'a [u8], &'a [u8], Option<u32>),
     /// Remove a key.
     Delete(&'a [u8]),
 }
@@ -63,7 +56,7 @@ impl Command<'_> {
     pub(crate) fn expects(&self) -> Expects {
         match self {
             Command::Get(_) => Expects::Value,
-            Command::Set { .. } => Expects::Stored,
+            Command::Set(..) => Expects::Stored,
             Command::Delete(_) => Expects::Deleted,
         }
     }
@@ -81,27 +74,8 @@ impl Expects {
     }
 }
 
-impl Answer {
-    /// A SET's answer as the contract's result.
-    pub(crate) fn stored(self) -> Result<()> {
-        match self {
-            Answer::Stored => Ok(()),
-            other => Err(other.into_error()),
-        }
-    }
-
-    /// The error for an answer its caller cannot use: an error reply is [`Error::Server`]. (An
-    /// answer of the wrong kind never gets here: the reader has failed the connection.)
-    pub(crate) fn into_error(self) -> Error {
-        match self {
-            Answer::Error(message) => Error::Server(message),
-            _ => Error::Protocol("a reply of the wrong kind".into()),
-        }
-    }
-}
-
 /// How a protocol writes commands and reads replies. Both methods are sans-I/O.
-pub trait Protocol: Send + Sync + 'static {
+pub trait Protocol: Clone + Send + Sync + 'static {
     /// Appends `command` to `write_buf`, or refuses it with [`Error::InvalidInput`] having
     /// appended nothing.
     fn encode(write_buf: &mut Vec<u8>, command: &Command) -> Result<()>;
@@ -113,7 +87,7 @@ pub trait Protocol: Send + Sync + 'static {
 }
 
 /// Redis's RESP2, through `kvbench-resp`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Resp;
 
 impl Protocol for Resp {
@@ -122,18 +96,8 @@ impl Protocol for Resp {
         let mut ttl = itoa::Buffer::new();
         match *command {
             Command::Get(key) => encode_command(write_buf, &[b"GET", key]),
-            Command::Set {
-                key,
-                value,
-                ttl_secs: None,
-            } => {
-                encode_command(write_buf, &[b"SET", key, value]);
-            }
-            Command::Set {
-                key,
-                value,
-                ttl_secs: Some(secs),
-            } => {
+            Command::Set(key, value, None) => encode_command(write_buf, &[b"SET", key, value]),
+            Command::Set(key, value, Some(secs)) => {
                 let ttl = ttl.format(secs).as_bytes();
                 encode_command(write_buf, &[b"SET", key, value, b"EX", ttl]);
             }
@@ -167,7 +131,7 @@ impl Protocol for Resp {
 
 /// memcached's text protocol, through `kvbench-memcached-reply` (and `memcached-text`'s checks:
 /// a key is a field of a command line, so it cannot hold a space or a control byte).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Text;
 
 impl Protocol for Text {
@@ -177,11 +141,7 @@ impl Protocol for Text {
                 check_key(key)?;
                 encode_line(write_buf, &[b"get ", key, b"\r\n"]);
             }
-            Command::Set {
-                key,
-                value,
-                ttl_secs,
-            } => {
+            Command::Set(key, value, ttl_secs) => {
                 check_key(key)?;
                 check_value(value)?;
                 let exptime = ttl_secs.map_or(Ok(0), exptime)?;
