@@ -428,6 +428,10 @@ impl KitCase {
             backend,
             connect,
             connections: self.spec.concurrency.connections(shared::MOST_CALLERS),
+            multiplexed: matches!(
+                self.spec.concurrency,
+                kvbench_core::Concurrency::Multiplexed(_)
+            ),
             reference: Reference::connect(backend, &endpoint)?,
             endpoint,
             namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),

@@ -146,32 +146,26 @@ fn callers_share_writes_over_memcached_text() {
     callers_share_writes::<Text>(Backend::Memcached);
 }
 
-/// A GET and a SET, each polled once (so queued) and dropped: their replies are read and thrown
-/// away, and the next call gets its own.
+/// Polls a call once, which queues it, and drops it.
+fn queue_and_drop<T>(call: impl Future<Output = T>) {
+    let polled = Box::pin(call)
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+    assert!(
+        polled.is_pending(),
+        "a first poll queues a call, it cannot answer it"
+    );
+}
+
+/// A GET and a SET, each queued and dropped: their replies are read and thrown away, and each
+/// next call gets its own (a GET the status of a dropped SET, or its value, would show).
 async fn dropped_call_leaves_the_next_reply_alone<P: Protocol>(client: Multiplexed<P>) {
     client.set(b"first", b"first value").await.unwrap();
     client.set(b"second", b"second value").await.unwrap();
-    let mut dropped = Box::pin(client.get(b"first"));
-    let polled = dropped
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()));
-    assert!(
-        polled.is_pending(),
-        "a call is queued, not answered, by its first poll"
-    );
-    drop(dropped);
+    queue_and_drop(client.get(b"first"));
     let second = client.get(b"second").await.unwrap();
     assert_eq!(second.as_deref(), Some(&b"second value"[..]));
-    // A dropped SET: its status reply must not reach the GET after it.
-    let mut dropped = Box::pin(client.set(b"third", b"third value"));
-    let polled = dropped
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()));
-    assert!(
-        polled.is_pending(),
-        "a call is queued, not answered, by its first poll"
-    );
-    drop(dropped);
+    queue_and_drop(client.set(b"third", b"third value"));
     let second = client.get(b"second").await.unwrap();
     assert_eq!(second.as_deref(), Some(&b"second value"[..]));
 }
