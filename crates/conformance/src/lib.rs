@@ -11,6 +11,11 @@
 //! skipped: the case checks that the client *refuses* it with a typed error
 //! ([`Error::InvalidInput`] or [`Error::Unsupported`]), and that the connection still works after.
 //!
+//! A client many callers share (its spec's `concurrency` is `Multiplexed` or `Pool`) also meets
+//! the [`shared`] behaviours, on the same transports and under the same names: many callers at
+//! once, each of which must get exactly its own replies, also when calls are cancelled, when one
+//! caller's command gets an error reply and when the server closes the connection.
+//!
 //! Keys carry the server's run prefix (empty on a private server; `kvbench:<run>:` on an external
 //! one), and on an external server every key a case wrote is deleted when it ends. Nothing is
 //! ever flushed.
