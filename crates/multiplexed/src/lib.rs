@@ -201,7 +201,7 @@ fn copy(error: &Error) -> Error {
         Error::Io(err) => Error::Io(io::Error::new(err.kind(), err.to_string())),
         Error::Timeout(message) => Error::Timeout(message.clone()),
         Error::Protocol(message) => Error::Protocol(message.clone()),
-        // The rest never fail a connection; kept whole all the same.
+        // Not reached: no other error fails an open connection.
         other => Error::Protocol(other.to_string()),
     }
 }
