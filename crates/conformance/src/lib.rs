@@ -11,6 +11,11 @@
 //! skipped: the case checks that the client *refuses* it with a typed error
 //! ([`Error::InvalidInput`] or [`Error::Unsupported`]), and that the connection still works after.
 //!
+//! A client many callers share (its spec's `concurrency` is `Multiplexed` or `Pool`) also meets
+//! the [`shared`] behaviours, on the same transports and under the same names: many callers at
+//! once, each of which must get exactly its own replies, also when calls are cancelled, when one
+//! caller's command gets an error reply and when the server closes the connection.
+//!
 //! Keys carry the server's run prefix (empty on a private server; `kvbench:<run>:` on an external
 //! one), and on an external server every key a case wrote is deleted when it ends. Nothing is
 //! ever flushed.
@@ -18,6 +23,7 @@
 
 pub mod kit;
 mod reference;
+pub mod shared;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +32,7 @@ use kvbench_core::{Backend, Client, ClientSpec, Error, Options, Transport};
 use kvbench_servers::Servers;
 
 pub use reference::Reference;
+pub use shared::{SHARED_BEHAVIOURS, SharedBehaviour};
 
 /// One behaviour of the kit.
 pub struct Behaviour {
@@ -385,17 +392,66 @@ pub struct KitCase {
     servers: Arc<Servers>,
     spec: ClientSpec,
     transport: Transport,
-    behaviour: &'static Behaviour,
+    check: Check,
+}
+
+/// What a case checks: a behaviour of one connection, or of a client many callers share.
+#[derive(Clone, Copy)]
+enum Check {
+    Client(&'static Behaviour),
+    Shared(&'static SharedBehaviour, kvbench_core::ConnectSharedFn),
 }
 
 impl KitCase {
     /// The behaviour's name.
     pub fn behaviour_name(&self) -> &'static str {
-        self.behaviour.name
+        match self.check {
+            Check::Client(behaviour) => behaviour.name,
+            Check::Shared(behaviour, _) => behaviour.name,
+        }
     }
 
     /// Runs the case; `Err` says what went wrong.
     pub fn run(&self) -> Result<(), String> {
+        match self.check {
+            Check::Client(behaviour) => self.run_client(behaviour),
+            Check::Shared(behaviour, connect) => self.run_shared(behaviour, connect),
+        }
+    }
+
+    fn run_shared(
+        &self,
+        behaviour: &SharedBehaviour,
+        connect: kvbench_core::ConnectSharedFn,
+    ) -> Result<(), String> {
+        let backend = self.spec.backend;
+        let endpoint = self
+            .servers
+            .endpoint(backend, self.transport)
+            .ok_or_else(|| format!("no {backend} server on {}", self.transport))?;
+        let mut case = shared::SharedCase {
+            backend,
+            connect,
+            connections: self.spec.concurrency.connections(shared::MOST_CALLERS),
+            multiplexed: matches!(
+                self.spec.concurrency,
+                kvbench_core::Concurrency::Multiplexed(_)
+            ),
+            reference: Reference::connect(backend, &endpoint)?,
+            endpoint,
+            namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),
+            written: Vec::new(),
+        };
+        let verdict = case.run(behaviour).map_err(|failure| failure.to_string());
+        if self.servers.is_external(backend) {
+            // Leave nothing behind on a server we do not own.
+            let written = std::mem::take(&mut case.written);
+            case.reference.delete_many(&written)?;
+        }
+        verdict
+    }
+
+    fn run_client(&self, behaviour: &Behaviour) -> Result<(), String> {
         let backend = self.spec.backend;
         let endpoint = self
             .servers
@@ -417,7 +473,7 @@ impl KitCase {
             },
         };
 
-        let outcome = (self.behaviour.run)(&mut case);
+        let outcome = (behaviour.run)(&mut case);
         let verdict = match (self.unsupported, outcome) {
             (None, outcome) => outcome.map_err(|failure| failure.to_string()),
             (Some(_), Err(Failure::Client(Error::InvalidInput(_) | Error::Unsupported(_)))) => case
@@ -441,7 +497,9 @@ impl KitCase {
     }
 }
 
-/// Every case for `clients`: each behaviour, on each transport the client and the servers share.
+/// Every case for `clients`: each behaviour, on each transport the client and the servers share;
+/// for a client many callers share ([`kvbench_core::Concurrency::Multiplexed`] or `Pool`), each
+/// shared behaviour too.
 pub fn cases(servers: &Arc<Servers>, clients: &[ClientSpec]) -> Vec<KitCase> {
     let mut cases = Vec::new();
     for spec in clients {
@@ -454,26 +512,45 @@ pub fn cases(servers: &Arc<Servers>, clients: &[ClientSpec]) -> Vec<KitCase> {
             );
         }
         for &transport in spec.transports {
+            let unavailable = servers
+                .endpoint(spec.backend, transport)
+                .is_none()
+                .then(|| {
+                    format!(
+                        "the external {} server has no {transport} endpoint",
+                        spec.backend
+                    )
+                });
+            let case = |name: &str, check| KitCase {
+                unavailable: unavailable.clone(),
+                slow_round_trip: spec.slow_round_trip,
+                name: format!("{}/{transport}/{name}", spec.name),
+                unsupported: spec.limitation(name),
+                servers: Arc::clone(servers),
+                spec: *spec,
+                transport,
+                check,
+            };
             for behaviour in BEHAVIOURS {
-                let unavailable = servers
-                    .endpoint(spec.backend, transport)
-                    .is_none()
-                    .then(|| {
+                cases.push(case(behaviour.name, Check::Client(behaviour)));
+            }
+            let Some(connect) = spec.concurrency.connect_shared() else {
+                continue;
+            };
+            for behaviour in SHARED_BEHAVIOURS {
+                let mut case = case(behaviour.name, Check::Shared(behaviour, connect));
+                if behaviour.name == "server_close" && servers.is_external(spec.backend) {
+                    // It runs on private servers of its own, which an external setup may not
+                    // be able to start.
+                    case.unavailable.get_or_insert_with(|| {
                         format!(
-                            "the external {} server has no {transport} endpoint",
-                            spec.backend
+                            "the {} server is external: {}",
+                            spec.backend,
+                            shared::CLOSE_NEEDS
                         )
                     });
-                cases.push(KitCase {
-                    unavailable,
-                    slow_round_trip: spec.slow_round_trip,
-                    name: format!("{}/{transport}/{}", spec.name, behaviour.name),
-                    unsupported: spec.limitation(behaviour.name),
-                    servers: Arc::clone(servers),
-                    spec: *spec,
-                    transport,
-                    behaviour,
-                });
+                }
+                cases.push(case);
             }
         }
     }

@@ -120,6 +120,21 @@ impl Reference {
         }
     }
 
+    /// Makes a Redis server close the connection of every normal client but this one
+    /// (`CLIENT KILL TYPE normal SKIPME yes`). Only for a server of the caller's own: every
+    /// other client of it loses its connection.
+    pub fn kill_other_clients(&mut self) -> RefResult<()> {
+        match self {
+            Reference::Redis(con) => redis::cmd("CLIENT")
+                .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+                .exec(con)
+                .map_err(redis_err),
+            Reference::Memcached(..) => {
+                Err("memcached cannot close its clients' connections".into())
+            }
+        }
+    }
+
     /// Deletes keys; only the suite's own keys are ever passed here.
     pub fn delete_many(&mut self, keys: &[Vec<u8>]) -> RefResult<()> {
         match self {

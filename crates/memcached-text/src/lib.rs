@@ -365,14 +365,14 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
 }
 
 /// Appends one command, part by part, to the write buffer.
-fn encode_line(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
+pub fn encode_line(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
     for part in parts {
         write_buf.extend_from_slice(part);
     }
 }
 
 /// Appends `set <key> 0 <exptime> <bytes>\r\n<data>\r\n`.
-fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u64) {
+pub fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u64) {
     let (mut exptime_text, mut len_text) = (itoa::Buffer::new(), itoa::Buffer::new());
     let exptime = exptime_text.format(exptime).as_bytes();
     let len = len_text.format(value.len()).as_bytes();
@@ -406,7 +406,7 @@ pub fn check_key(key: &[u8]) -> Result<()> {
 /// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
 /// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit
 /// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in sync.
-fn check_value(value: &[u8]) -> Result<()> {
+pub fn check_value(value: &[u8]) -> Result<()> {
     match value.len() {
         0..=MAX_VALUE_LEN => Ok(()),
         len => Err(Error::InvalidInput(format!(
@@ -418,7 +418,7 @@ fn check_value(value: &[u8]) -> Result<()> {
 /// memcached's exptime for a TTL. 0 would mean "never expires", so it is refused; above 30 days
 /// memcached reads the number as an absolute Unix time, so such a TTL is sent as now + TTL (which
 /// assumes client and server clocks agree).
-fn exptime(ttl_secs: u32) -> Result<u64> {
+pub fn exptime(ttl_secs: u32) -> Result<u64> {
     match ttl_secs {
         0 => Err(Error::InvalidInput("ttl 0 would mean: never expire".into())),
         1..=MAX_RELATIVE_EXPTIME => Ok(u64::from(ttl_secs)),

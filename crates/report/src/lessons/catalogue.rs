@@ -169,6 +169,7 @@ pub const CRATES: &[(&str, &str)] = &[
     ("buffered", "buffered"),
     ("inline", "inline"),
     ("memcached-text", "memcached-text"),
+    ("multiplexed", "multiplexed multiplexed/memcached"),
     ("lib-redis", "redis-rs redis-rs/async"),
     ("lib-fred", "fred"),
     (
