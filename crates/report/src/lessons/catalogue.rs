@@ -170,7 +170,7 @@ pub const CRATES: &[(&str, &str)] = &[
     ("inline", "inline"),
     ("memcached-text", "memcached-text"),
     ("lib-redis", "redis-rs redis-rs/async"),
-    ("lib-fred", "fred"),
+    ("lib-fred", "fred fred/pool"),
     (
         "lib-memcache",
         "memcache memcache/no-check memcache/ascii memcache/ascii/no-check",
