@@ -24,6 +24,7 @@ pub fn all() -> Vec<ClientSpec> {
         kvbench_lib_redis::SPEC_SYNC,
         kvbench_lib_redis::SPEC_ASYNC,
         kvbench_lib_fred::SPEC,
+        kvbench_lib_fred::SPEC_POOL,
         kvbench_lib_memcache::SPEC_BINARY,
         kvbench_lib_memcache::SPEC_BINARY_NO_CHECK,
         kvbench_lib_memcache::SPEC_ASCII,

@@ -228,6 +228,22 @@ impl Error {
             Error::Connect { .. } | Error::Io(_) | Error::Timeout(_) | Error::Protocol(_)
         )
     }
+
+    /// This error, met while connecting to `endpoint`, as the contract reports a connection
+    /// that could not be established: a failed or timed-out connection (a library's handshake
+    /// included) becomes [`Error::Connect`], a timeout with [`io::ErrorKind::TimedOut`]. Any
+    /// other error (an error reply, a bad URL) stays as it is.
+    pub fn while_connecting(self, endpoint: &Endpoint) -> Error {
+        let source = match self {
+            Error::Io(source) => source,
+            Error::Timeout(message) => io::Error::new(io::ErrorKind::TimedOut, message),
+            other => return other,
+        };
+        Error::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        }
+    }
 }
 
 impl From<io::Error> for Error {
@@ -612,7 +628,8 @@ pub type ConnectAsyncFn =
     for<'a> fn(&'a Endpoint, &'a Options) -> BoxFuture<'a, Box<dyn AsyncClient>>;
 
 /// How a client serves C callers at once: the concurrency axis of the matrix. With one caller
-/// every model is the same: one connection from [`ClientSpec::connect`] (or its async face).
+/// there is nothing to share: every model is [`ClientSpec::connect`] (or its async face), one
+/// connection, or the pool of a spec that is one.
 #[derive(Debug, Clone, Copy)]
 pub enum Concurrency {
     /// C OS threads, each with its own connection from [`ClientSpec::connect`]: the default of
@@ -672,6 +689,30 @@ pub trait SharedClient: Send + Sync {
 /// tokio runtime, for the clients here.
 pub type ConnectSharedFn =
     for<'a> fn(&'a Endpoint, &'a Options, usize) -> BoxFuture<'a, Box<dyn SharedClient>>;
+
+/// A [`SharedClient`] that opens itself: [`connect_shared_boxed::<Self>`](connect_shared_boxed)
+/// is then the [`ConnectSharedFn`] its spec's [`Concurrency`] names.
+pub trait ConnectShared: SharedClient + Sized + 'static {
+    /// Opens it with `connections` connections (1 for a multiplexed client). An async client
+    /// must be opened on the runtime its callers' tasks will run on.
+    fn connect_shared(
+        endpoint: &Endpoint,
+        options: &Options,
+        connections: usize,
+    ) -> impl Future<Output = Result<Self>>;
+}
+
+/// The [`ConnectSharedFn`] of a [`ConnectShared`] type: its opener, boxed.
+pub fn connect_shared_boxed<'a, S: ConnectShared>(
+    endpoint: &'a Endpoint,
+    options: &'a Options,
+    connections: usize,
+) -> BoxFuture<'a, Box<dyn SharedClient>> {
+    Box::pin(async move {
+        let shared = S::connect_shared(endpoint, options, connections).await?;
+        Ok(Box::new(shared) as Box<dyn SharedClient>)
+    })
+}
 
 /// Description of one client: what it is, where it can go, and how to connect it.
 #[derive(Clone, Copy)]
@@ -786,6 +827,22 @@ mod tests {
         let reset = Error::from(io::Error::from(io::ErrorKind::ConnectionReset));
         assert!(matches!(reset, Error::Io(_)));
         assert!(!Error::Server("WRONGTYPE".into()).breaks_connection());
+    }
+
+    #[test]
+    fn failures_while_connecting_are_connect_errors() {
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".into());
+        let timeout = Error::Timeout("handshake".into()).while_connecting(&endpoint);
+        assert!(
+            matches!(&timeout, Error::Connect { endpoint, source }
+                if endpoint == "tcp://127.0.0.1:1" && source.kind() == io::ErrorKind::TimedOut),
+            "{timeout:?}"
+        );
+        let refused =
+            Error::Io(io::ErrorKind::ConnectionRefused.into()).while_connecting(&endpoint);
+        assert!(matches!(refused, Error::Connect { .. }), "{refused:?}");
+        let reply = Error::Server("NOAUTH".into()).while_connecting(&endpoint);
+        assert!(matches!(reply, Error::Server(_)), "{reply:?}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! [fred](https://docs.rs/fred/10.1) behind the kvbench contract: an async, tokio-based Redis
 //! client, measured against the hand-written clients and against redis-rs (`kvbench-lib-redis`).
 //! What it shows is the cost of a client built for many concurrent callers (a command queue and
-//! a runtime) when one caller waits for each reply. Compare it with
-//! `redis-rs/async` and, for pipelines, with `buffered`.
+//! a runtime) when one caller waits for each reply, and what it gives back when many callers
+//! share it. Compare it with `redis-rs/async` and, for pipelines, with `buffered`; compare `fred`
+//! with `fred/pool` for what several connections buy many callers over one.
 //!
 //! Configured the way fred's README shows: `Config::from_url(url)`,
 //! `Builder::from_config(config).build()`, `client.init().await`, then the typed
@@ -16,6 +17,16 @@
 //! call that meets the closed socket gets an I/O error, and every later call waits in fred's
 //! queue until the command timeout expires (without `default_command_timeout`, fred's default of
 //! 0, it would wait forever). The contract's callers reconnect after the first I/O error.
+//!
+//! Two specs, one per way fred serves many callers:
+//!
+//! - **`fred`** — one `Client`. Many callers share it (`Concurrency::Multiplexed`): each
+//!   caller's handle is a clone, and fred's router queues their commands on the one connection
+//!   (feeding up to 200 before a flush) and answers each caller over its own oneshot.
+//! - **`fred/pool`** — fred's round-robin `Pool` of [`POOL_CONNECTIONS`] clients,
+//!   `Builder::from_config(config).build_pool(n)`: each command goes out on the pool's next
+//!   client (`Concurrency::Pool`; a pipeline on one client). A single caller gets the same pool,
+//!   so its commands take turns over the connections.
 //!
 //! What a user pays for, beyond the bytes on the wire:
 //!
@@ -44,12 +55,12 @@
 use std::io;
 use std::time::Duration;
 
-use fred::prelude::{
-    Builder, ClientLike, Config, Error as FredError, ErrorKind, Expiration, KeysInterface,
-};
+use fred::clients::Pool;
+use fred::prelude::{Builder, Config, Error as FredError, ErrorKind, Expiration, KeysInterface};
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Options,
-    Pipelining, Result, Transport,
+    AsyncClient, Backend, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error, Handle,
+    HostileOutcome, Kind, KnownDefect, Options, Pipelining, Result, SharedClient, Transport,
+    connect_shared_boxed,
 };
 
 /// What fred 10.1.0 gets wrong on a hostile server. The conformance crate's hostile-server test
@@ -80,7 +91,34 @@ pub const KNOWN_DEFECTS: &[KnownDefect] = &[
     },
 ];
 
-/// fred, driven from a blocking caller.
+/// What fred does on the hostile-server cases that are not known defects, whether one client or a
+/// pool meets them.
+const HOSTILE_OUTCOMES: &[HostileOutcome] = kvbench_core::hostile_outcomes![
+    // The rest of the reply never comes: it waits until its timeout, holding at most what
+    // arrived (an absurd length is not allocated up front).
+    "truncated_reply_then_silence" => HostileOutcome::TIMED_OUT,
+    "absurd_bulk_length" => HostileOutcome::TIMED_OUT,
+    "absurd_array_length" => HostileOutcome::TIMED_OUT,
+    "largest_allowed_bulk_then_silence" => HostileOutcome::TIMED_OUT,
+    // It reads a 100 KiB line and waits for its end.
+    "line_without_end" => HostileOutcome::TIMED_OUT,
+    // The command timeout bounds the whole command, not each read.
+    "dripped_past_the_timeout" => HostileOutcome::TIMED_OUT,
+    // `!` is RESP3's blob error: `!5\r\nhello\r\n` reads as an error reply `hello`.
+    "wrong_type_byte" => HostileOutcome::SERVER,
+    "bare_lf_in_header" => HostileOutcome::PROTOCOL,
+    "negative_bulk_length" => HostileOutcome::PROTOCOL,
+    "closed_mid_bulk" => HostileOutcome::IO,
+];
+
+const PIPELINING: Pipelining = Pipelining::Pipelined(
+    "client.pipeline() with one SET per item, then all(); one writev per command",
+);
+
+/// The connections of `fred/pool`, for one caller or many.
+pub const POOL_CONNECTIONS: usize = 4;
+
+/// fred, driven from a blocking caller; many callers share its one connection.
 pub const SPEC: ClientSpec = ClientSpec {
     name: "fred",
     backend: Backend::Redis,
@@ -88,34 +126,30 @@ pub const SPEC: ClientSpec = ClientSpec {
     kind: Kind::Library,
     summary: "fred 10.1 Client (Config::from_url, default features + unix-sockets, no reconnect policy, \
               connection/command timeouts from Options), block_on on an owned current-thread runtime",
-    pipelining: Pipelining::Pipelined(
-        "client.pipeline() with one SET per item, then all(); one writev per command",
-    ),
+    pipelining: PIPELINING,
     // No kit behaviour is out of reach for it.
     limitations: &[],
     slow_round_trip: None,
     known_defects: KNOWN_DEFECTS,
-    hostile_outcomes: kvbench_core::hostile_outcomes![
-        // The rest of the reply never comes: it waits until its timeout, holding at most what
-        // arrived (an absurd length is not allocated up front).
-        "truncated_reply_then_silence" => HostileOutcome::TIMED_OUT,
-        "absurd_bulk_length" => HostileOutcome::TIMED_OUT,
-        "absurd_array_length" => HostileOutcome::TIMED_OUT,
-        "largest_allowed_bulk_then_silence" => HostileOutcome::TIMED_OUT,
-        // It reads a 100 KiB line and waits for its end.
-        "line_without_end" => HostileOutcome::TIMED_OUT,
-        // The command timeout bounds the whole command, not each read.
-        "dripped_past_the_timeout" => HostileOutcome::TIMED_OUT,
-        // `!` is RESP3's blob error: `!5\r\nhello\r\n` reads as an error reply `hello`.
-        "wrong_type_byte" => HostileOutcome::SERVER,
-        "bare_lf_in_header" => HostileOutcome::PROTOCOL,
-        "negative_bulk_length" => HostileOutcome::PROTOCOL,
-        "closed_mid_bulk" => HostileOutcome::IO,
-    ],
+    hostile_outcomes: HOSTILE_OUTCOMES,
     loopback_floor: false,
-    connect: connect_boxed,
+    connect: connect_boxed::<fred::clients::Client>,
     connect_async: Some(connect_async_boxed),
-    concurrency: kvbench_core::Concurrency::Threads,
+    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<SharedFred>),
+};
+
+/// fred's round-robin pool of [`POOL_CONNECTIONS`] clients, configured as [`SPEC`]'s client.
+pub const SPEC_POOL: ClientSpec = ClientSpec {
+    name: "fred/pool",
+    summary: "fred 10.1 Pool of 4 (Builder::build_pool, each command on the next client), otherwise \
+              as fred; block_on on an owned current-thread runtime",
+    connect: connect_boxed::<Pool>,
+    connect_async: Some(connect_pool_async_boxed),
+    concurrency: Concurrency::Pool {
+        connections: POOL_CONNECTIONS,
+        connect: connect_shared_boxed::<SharedFred<Pool>>,
+    },
+    ..SPEC
 };
 
 /// The fred connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
@@ -143,48 +177,84 @@ pub fn map_error(err: FredError) -> Error {
     }
 }
 
-/// The contract's operations as async methods on a [`fred::clients::Client`], for the bench to
-/// drive natively. Cloning is cheap and shares the one connection.
-#[derive(Clone)]
-pub struct AsyncFred {
-    client: fred::clients::Client,
+/// The two fred client types the adapter drives, and what differs between them: one
+/// [`fred::clients::Client`], or a [`Pool`] that sends each command on its next client.
+pub trait FredClient: KeysInterface + Clone + Send + Sync + 'static {
+    /// The connections it opens for a single caller.
+    const CONNECTIONS: usize;
+
+    /// Builds it with `connections` connections (a client has one, whatever is asked).
+    fn build(builder: &Builder, connections: usize) -> Result<Self, FredError>;
+
+    /// The client a pipeline is queued on: a pipeline is one client's.
+    fn pipeline_client(&self) -> &fred::clients::Client;
 }
 
-impl AsyncFred {
-    /// Builds the client and waits for its connection. Must run inside a tokio runtime: fred
-    /// spawns its router and reader tasks onto it.
+impl FredClient for fred::clients::Client {
+    const CONNECTIONS: usize = 1;
+
+    fn build(builder: &Builder, _connections: usize) -> Result<Self, FredError> {
+        builder.build()
+    }
+
+    fn pipeline_client(&self) -> &fred::clients::Client {
+        self
+    }
+}
+
+impl FredClient for Pool {
+    const CONNECTIONS: usize = POOL_CONNECTIONS;
+
+    fn build(builder: &Builder, connections: usize) -> Result<Self, FredError> {
+        builder.build_pool(connections)
+    }
+
+    fn pipeline_client(&self) -> &fred::clients::Client {
+        self.next()
+    }
+}
+
+/// The contract's operations as async methods on a fred client `C` (one [`fred::clients::Client`]
+/// unless named), for the bench to drive natively. Cloning is cheap and shares the connections.
+#[derive(Clone)]
+pub struct AsyncFred<C: FredClient = fred::clients::Client> {
+    client: C,
+}
+
+impl<C: FredClient> AsyncFred<C> {
+    /// Connects for a single caller: `C`'s [`FredClient::CONNECTIONS`]; see [`open`](Self::open).
+    pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<AsyncFred<C>> {
+        Self::open(endpoint, options, C::CONNECTIONS).await
+    }
+
+    /// Builds the client with `connections` connections and waits for them. Must run inside a
+    /// tokio runtime: fred spawns its router and reader tasks onto it.
     // ANCHOR: fred_connect
-    pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<AsyncFred> {
-        let connect_failed = |err: FredError| match map_error(err) {
-            Error::Io(source) => Error::Connect {
-                endpoint: endpoint.to_string(),
-                source,
-            },
-            Error::Timeout(message) => Error::Connect {
-                endpoint: endpoint.to_string(),
-                source: io::Error::new(io::ErrorKind::TimedOut, message),
-            },
-            other => other,
-        };
+    pub async fn open(
+        endpoint: &Endpoint,
+        options: &Options,
+        connections: usize,
+    ) -> Result<AsyncFred<C>> {
+        let connect_failed = |err: FredError| map_error(err).while_connecting(endpoint);
         let config = Config::from_url(&url(endpoint)).map_err(connect_failed)?;
-        let client = Builder::from_config(config)
+        let mut builder = Builder::from_config(config);
+        builder
             .with_connection_config(|connection| {
                 connection.connection_timeout = options.connect_timeout;
                 connection.internal_command_timeout = options.connect_timeout;
             })
             .with_performance_config(|performance| {
                 performance.default_command_timeout = command_timeout(options);
-            })
-            .build()
-            .map_err(connect_failed)?;
-        // The returned handle is the router task; it ends when the client quits.
+            });
+        let client = C::build(&builder, connections).map_err(connect_failed)?;
+        // The returned handle is the router task(s); it ends when the client quits.
         client.init().await.map_err(connect_failed)?;
         Ok(AsyncFred { client })
     }
     // ANCHOR_END: fred_connect
 
     /// The underlying fred client.
-    pub fn client(&self) -> &fred::clients::Client {
+    pub fn client(&self) -> &C {
         &self.client
     }
 
@@ -220,7 +290,7 @@ impl AsyncFred {
 
     /// One pipeline of `SET`s; the first error reply, if any, is returned.
     pub async fn set_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let pipeline = self.client.pipeline();
+        let pipeline = self.client.pipeline_client().pipeline();
         for &(key, value) in items {
             // Resolves as soon as the command is queued in memory.
             let () = pipeline
@@ -231,34 +301,76 @@ impl AsyncFred {
         pipeline.all().await.map_err(map_error)
     }
 
-    /// Sends `QUIT` and lets the connection close.
+    /// Sends `QUIT` (on every connection) and lets the connections close.
     pub async fn quit(&self) -> Result<()> {
         self.client.quit().await.map_err(map_error)
     }
 }
 
 kvbench_core::impl_async_client_by_boxing!(AsyncFred, connect_async_boxed);
+kvbench_core::impl_async_client_by_boxing!(AsyncFred<Pool>, connect_pool_async_boxed);
 
 fn command_timeout(options: &Options) -> Duration {
     options.read_timeout.max(options.write_timeout)
 }
 
+/// The client many callers share: each [`handle`](SharedClient::handle) is a clone of one
+/// [`AsyncFred`], so fred's router keeps every reply with the command it answers.
+///
+/// fred's tasks hold the connections until `QUIT`, not until the last clone is dropped: dropping
+/// this sends it (spawned on the runtime it is dropped in, if any), and handles still held fail
+/// after that.
+pub struct SharedFred<C: FredClient = fred::clients::Client> {
+    fred: AsyncFred<C>,
+}
+
+impl<C: FredClient> SharedClient for SharedFred<C>
+where
+    AsyncFred<C>: AsyncClient,
+{
+    fn handle(&self) -> Handle {
+        Handle::Async(Box::new(self.fred.clone()))
+    }
+}
+
+impl<C: FredClient> ConnectShared for SharedFred<C>
+where
+    AsyncFred<C>: AsyncClient,
+{
+    /// Opens `connections` connections (a [`fred::clients::Client`] always has one), on the
+    /// runtime the callers' tasks will run on.
+    async fn connect_shared(
+        endpoint: &Endpoint,
+        options: &Options,
+        connections: usize,
+    ) -> Result<SharedFred<C>> {
+        let fred = AsyncFred::open(endpoint, options, connections).await?;
+        Ok(SharedFred { fred })
+    }
+}
+
+impl<C: FredClient> Drop for SharedFred<C> {
+    fn drop(&mut self) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let fred = self.fred.clone();
+            runtime.spawn(async move { fred.quit().await });
+        }
+    }
+}
+
 /// [`AsyncFred`] behind the synchronous contract: it owns a current-thread runtime and blocks on
 /// each call. fred's tasks run only while a call is being blocked on.
-pub struct BlockingFred {
-    inner: AsyncFred,
-    runtime: tokio::runtime::Runtime,
+pub struct BlockingFred<C: FredClient = fred::clients::Client> {
+    inner: AsyncFred<C>,
+    runtime: kvbench_block_on::Runtime,
     quit_timeout: Duration,
 }
 
-impl BlockingFred {
+impl<C: FredClient> BlockingFred<C> {
     /// Builds the runtime and connects on it.
-    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingFred> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Io)?;
-        let inner = runtime.block_on(AsyncFred::connect(endpoint, options))?;
+    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingFred<C>> {
+        let connect = AsyncFred::connect(endpoint, options);
+        let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
         Ok(BlockingFred {
             inner,
             runtime,
@@ -267,13 +379,17 @@ impl BlockingFred {
     }
 }
 
-fn connect_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
-    Ok(Box::new(BlockingFred::connect(endpoint, options)?))
+fn connect_boxed<C: FredClient>(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>>
+where
+    BlockingFred<C>: Client,
+{
+    Ok(Box::new(BlockingFred::<C>::connect(endpoint, options)?))
 }
 
 kvbench_core::impl_client_by_blocking_on!(BlockingFred);
+kvbench_core::impl_client_by_blocking_on!(BlockingFred<Pool>);
 
-impl Drop for BlockingFred {
+impl<C: FredClient> Drop for BlockingFred<C> {
     /// Quits the way fred's examples do, so the server sees a clean `QUIT`; a dead server cannot
     /// hold the drop longer than the command timeout.
     fn drop(&mut self) {

@@ -3,18 +3,16 @@
 //! A small stand-in for the conformance kit: hit, miss, binary and empty values, a 1 MiB value,
 //! overwrite, `set_ex` (TTL seen by fred's own typed `ttl`, then expiry), delete, `set_many`
 //! (1000 items read back on a second connection), an error reply that leaves the connection
-//! usable, and a silent server that must time out rather than hang.
+//! usable, and a silent server that must time out rather than hang. Then many callers: on one
+//! client they share its one connection, on the pool its connections, and each gets its own
+//! values back.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fred::prelude::{KeysInterface, ListInterface};
-use kvbench_core::{Backend, Client, Endpoint, Error, Options, Transport};
-use kvbench_lib_fred::{AsyncFred, SPEC};
-use kvbench_servers::{Servers, StartOptions};
-
-/// How long a call against a silent server may take before it counts as hung: a guard, not a
-/// performance claim, far above the 300 ms timeouts so that a loaded machine does not trip it.
-const HANG_GUARD: Duration = Duration::from_secs(10);
+use kvbench_core::{Backend, Client, Endpoint, Options, Transport};
+use kvbench_lib_fred::{AsyncFred, POOL_CONNECTIONS, SPEC, SPEC_POOL};
+use kvbench_servers::{Servers, StartOptions, script};
 
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
@@ -38,7 +36,7 @@ impl Reference {
             .build()
             .unwrap();
         let client = runtime
-            .block_on(AsyncFred::connect(endpoint, &Options::default()))
+            .block_on(<AsyncFred>::connect(endpoint, &Options::default()))
             .unwrap();
         Reference { runtime, client }
     }
@@ -96,23 +94,6 @@ fn on_both_transports() {
 }
 
 #[test]
-fn silent_server_times_out_instead_of_hanging() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options::with_timeout(Duration::from_millis(300));
-    for endpoint in kvbench_servers::silent::silent_endpoints(dir.path()).unwrap() {
-        let started = Instant::now();
-        // fred's handshake (`PING`) waits for a reply under `internal_command_timeout`.
-        let err = (SPEC.connect)(&endpoint, &options).err();
-        let elapsed = started.elapsed();
-        assert!(
-            matches!(&err, Some(Error::Connect { source, .. }) if source.kind() == std::io::ErrorKind::TimedOut),
-            "fred on {endpoint}: {err:?}"
-        );
-        assert!(elapsed < HANG_GUARD, "took {elapsed:?}");
-    }
-}
-
-#[test]
 fn native_async_handle_works_in_any_runtime() {
     let servers = start();
     let endpoint = servers.endpoint(Backend::Redis, Transport::Unix).unwrap();
@@ -122,11 +103,34 @@ fn native_async_handle_works_in_any_runtime() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let client = AsyncFred::connect(&endpoint, &Options::default())
+        let client = <AsyncFred>::connect(&endpoint, &Options::default())
             .await
             .unwrap();
         let clone = client.clone();
         kvbench_servers::async_handles_share_a_connection!(client, clone);
         client.quit().await.unwrap();
     });
+}
+
+#[test]
+fn callers_share_the_client_or_the_pool() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (spec, connections) in [(SPEC, 1), (SPEC_POOL, POOL_CONNECTIONS as u64)] {
+        for &transport in Transport::ALL {
+            let (_servers, endpoint) = script::private_endpoint(Backend::Redis, transport);
+            let shared = script::connections_a_shared_client_opens(&spec, &endpoint, 64);
+            let opened = runtime.block_on(shared);
+            assert_eq!(opened, connections, "{} over {transport}", spec.name);
+        }
+    }
+}
+
+#[test]
+fn silent_server_times_out_instead_of_hanging() {
+    // fred's handshake (`PING`) waits for a reply under `internal_command_timeout`, on every
+    // connection of the pool.
+    kvbench_servers::silent::connecting_times_out(&[SPEC, SPEC_POOL]);
 }

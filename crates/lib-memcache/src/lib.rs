@@ -16,6 +16,12 @@
 //!   trip per operation. The price: a broken connection is no longer detected and replaced by
 //!   the pool; the caller must reconnect after an I/O error (which the contract asks anyway).
 //!
+//! Many callers share one `memcache::Client` (`Concurrency::Pool`): the same configuration with
+//! the pool sized to [`POOL_CONNECTIONS`], built by hand as the no-check pools are, with the
+//! spec's checkout test on or off, and handed to `Client::with_pool`. Each caller's handle
+//! shares the client; each call checks a connection out of the pool for itself, so a reply is
+//! read by the caller that sent its request. A single caller keeps its one-connection pool.
+//!
 //! What a user pays for, beyond the bytes on the wire:
 //!
 //! - Keys are `&str`. A key that is not UTF-8 is refused here with [`Error::InvalidInput`]; on
@@ -50,12 +56,17 @@
 #![deny(missing_docs)]
 
 use std::io;
+use std::sync::Arc;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Limitation,
-    Options, Pipelining, Result, Transport,
+    Backend, BoxFuture, Client, ClientSpec, Concurrency, ConnectFn, ConnectSharedFn, Endpoint,
+    Error, Handle, HostileOutcome, Kind, KnownDefect, Limitation, Options, Pipelining, Result,
+    SharedClient, Transport,
 };
 use memcache::{ClientError, MemcacheError, ServerError};
+
+/// The connections in the pool many callers share, whichever the protocol and checkout.
+pub const POOL_CONNECTIONS: usize = 4;
 
 /// memcached's limit for a relative expiration; larger values are absolute Unix times.
 pub const MAX_RELATIVE_TTL_SECS: u32 = 30 * 24 * 60 * 60;
@@ -161,6 +172,7 @@ pub const SPEC_BINARY: ClientSpec = spec(
     NO_PIPELINE_CHECKED,
     (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Tested),
+    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Binary, Checkout::Tested),
 );
 
 /// Binary protocol, pool without the checkout test.
@@ -170,6 +182,15 @@ pub const SPEC_BINARY_NO_CHECK: ClientSpec = spec(
     NO_PIPELINE,
     (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Untested),
+    |endpoint, options, size| {
+        pooled(
+            endpoint,
+            options,
+            size,
+            Protocol::Binary,
+            Checkout::Untested,
+        )
+    },
 );
 
 /// Text protocol, default pool.
@@ -179,6 +200,7 @@ pub const SPEC_ASCII: ClientSpec = spec(
     NO_PIPELINE_CHECKED,
     (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Tested),
+    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Ascii, Checkout::Tested),
 );
 
 /// Text protocol, pool without the checkout test.
@@ -188,6 +210,7 @@ pub const SPEC_ASCII_NO_CHECK: ClientSpec = spec(
     NO_PIPELINE,
     (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Untested),
+    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Ascii, Checkout::Untested),
 );
 
 const fn spec(
@@ -195,7 +218,8 @@ const fn spec(
     summary: &'static str,
     pipelining: Pipelining,
     (known_defects, hostile_outcomes): (&'static [KnownDefect], &'static [HostileOutcome]),
-    connect: kvbench_core::ConnectFn,
+    connect: ConnectFn,
+    connect_pool: ConnectSharedFn,
 ) -> ClientSpec {
     ClientSpec {
         name,
@@ -211,7 +235,10 @@ const fn spec(
         loopback_floor: false,
         connect,
         connect_async: None,
-        concurrency: kvbench_core::Concurrency::Threads,
+        concurrency: Concurrency::Pool {
+            connections: POOL_CONNECTIONS,
+            connect: connect_pool,
+        },
     }
 }
 
@@ -271,9 +298,11 @@ pub fn map_error(err: MemcacheError) -> Error {
     }
 }
 
-/// One `memcache::Client` (one pooled connection) and the protocol it speaks.
+/// One `memcache::Client` (its pool of one connection, or of [`POOL_CONNECTIONS`] that callers
+/// share) and the protocol it speaks. A clone shares the client and its pool.
+#[derive(Clone)]
 pub struct Memcache {
-    client: memcache::Client,
+    client: Arc<memcache::Client>,
     protocol: Protocol,
 }
 
@@ -285,47 +314,57 @@ impl Memcache {
         protocol: Protocol,
         checkout: Checkout,
     ) -> Result<Memcache> {
-        let connect_failed = |err: MemcacheError| match map_error(err) {
-            Error::Io(source) => Error::Connect {
-                endpoint: endpoint.to_string(),
-                source,
-            },
-            other => other,
-        };
+        if checkout == Checkout::Untested {
+            return Memcache::connect_pool(endpoint, options, protocol, checkout, 1);
+        }
+        let client = memcache::Client::builder()
+            .add_server(url(endpoint, protocol, options))
+            .and_then(|builder| {
+                builder
+                    .with_connection_timeout(options.connect_timeout)
+                    .with_read_timeout(options.read_timeout)
+                    .with_write_timeout(options.write_timeout)
+                    .build()
+            })
+            .map_err(|err| connect_failed(endpoint, err))?;
+        Ok(Memcache {
+            client: Arc::new(client),
+            protocol,
+        })
+    }
+
+    /// Builds an r2d2 pool of `connections` connections by hand, tested on checkout or not as
+    /// `checkout` says, hands it to `Client::with_pool` and gives every connection the socket
+    /// timeouts. Many callers share the result: each [`SharedClient::handle`] is a clone.
+    pub fn connect_pool(
+        endpoint: &Endpoint,
+        options: &Options,
+        protocol: Protocol,
+        checkout: Checkout,
+        connections: usize,
+    ) -> Result<Memcache> {
+        let size = u32::try_from(connections)
+            .ok()
+            .filter(|&size| size > 0)
+            .ok_or_else(|| Error::InvalidInput(format!("a pool of {connections} connections")))?;
         let url = url(endpoint, protocol, options);
-        let client = match checkout {
-            Checkout::Tested => memcache::Client::builder()
-                .add_server(url)
-                .and_then(|builder| {
-                    builder
-                        .with_connection_timeout(options.connect_timeout)
-                        .with_read_timeout(options.read_timeout)
-                        .with_write_timeout(options.write_timeout)
-                        .build()
-                })
-                .map_err(connect_failed)?,
-            Checkout::Untested => {
-                let url = memcache::Url::parse(&url)
-                    .map_err(|err| Error::InvalidInput(format!("{url}: {err}")))?;
-                // ANCHOR: no_check_pool
-                let pool = memcache::Pool::builder()
-                    .max_size(1)
-                    .test_on_check_out(false)
-                    .connection_timeout(options.connect_timeout)
-                    .build(memcache::ConnectionManager::new(url))
-                    .map_err(|err| connect_failed(err.into()))?;
-                // ANCHOR_END: no_check_pool
-                let client = memcache::Client::with_pool(pool).map_err(connect_failed)?;
-                client
-                    .set_read_timeout(Some(options.read_timeout))
-                    .map_err(connect_failed)?;
-                client
-                    .set_write_timeout(Some(options.write_timeout))
-                    .map_err(connect_failed)?;
-                client
-            }
-        };
-        Ok(Memcache { client, protocol })
+        let url = memcache::Url::parse(&url)
+            .map_err(|err| Error::InvalidInput(format!("{url}: {err}")))?;
+        // ANCHOR: no_check_pool
+        let pool = memcache::Pool::builder()
+            .max_size(size)
+            .test_on_check_out(checkout == Checkout::Tested)
+            .connection_timeout(options.connect_timeout)
+            .build(memcache::ConnectionManager::new(url))
+            .map_err(|err| connect_failed(endpoint, err.into()))?;
+        // ANCHOR_END: no_check_pool
+        let client = memcache::Client::with_pool(pool.clone())
+            .and_then(|client| set_timeouts(&client, &pool, options).map(|()| client))
+            .map_err(|err| connect_failed(endpoint, err))?;
+        Ok(Memcache {
+            client: Arc::new(client),
+            protocol,
+        })
     }
 
     /// The underlying client.
@@ -346,6 +385,54 @@ impl Memcache {
         }
         Ok(key)
     }
+}
+
+/// Gives every connection of `pool` the socket timeouts. Over TCP the URL's `timeout=` did as
+/// each connection opened; a Unix socket gets them only from `Client::set_read_timeout` and
+/// `set_write_timeout`, which reach the one connection they check out. So every connection is
+/// held but one at a time, and the setters meet the only idle one.
+fn set_timeouts(
+    client: &memcache::Client,
+    pool: &memcache::Pool,
+    options: &Options,
+) -> Result<(), MemcacheError> {
+    let mut held = Vec::new();
+    while let Some(connection) = pool.try_get() {
+        held.push(connection);
+    }
+    for _ in 0..held.len() {
+        drop(held.remove(0));
+        client.set_read_timeout(Some(options.read_timeout))?;
+        client.set_write_timeout(Some(options.write_timeout))?;
+        held.push(pool.get()?);
+    }
+    Ok(())
+}
+
+fn connect_failed(endpoint: &Endpoint, err: MemcacheError) -> Error {
+    map_error(err).while_connecting(endpoint)
+}
+
+impl SharedClient for Memcache {
+    /// A clone: the same client and pool; each call checks a connection out for itself.
+    fn handle(&self) -> Handle {
+        Handle::Blocking(Box::new(self.clone()))
+    }
+}
+
+/// The shared client of [`Concurrency::Pool`]: a pool of `size` connections.
+fn pooled<'a>(
+    endpoint: &'a Endpoint,
+    options: &'a Options,
+    size: usize,
+    protocol: Protocol,
+    checkout: Checkout,
+) -> BoxFuture<'a, Box<dyn SharedClient>> {
+    // Blocking: the pool is opened when the future is first polled, and the future is ready then.
+    Box::pin(async move {
+        let shared = Memcache::connect_pool(endpoint, options, protocol, checkout, size)?;
+        Ok(Box::new(shared) as Box<dyn SharedClient>)
+    })
 }
 
 fn connect_boxed(

@@ -16,6 +16,10 @@
 //!   taken from [`Options`]. The adapter owns a current-thread tokio runtime and `block_on`s each
 //!   call; [`AsyncRedis`] (over [`connect_async`]) is its natively async face, which the spec
 //!   declares (`ClientSpec::connect_async`) so that the bench drives it without a `block_on`.
+//!   For many callers it is multiplexed (`Concurrency::Multiplexed`): one connection opened,
+//!   and each caller's handle a clone of it. The connection's driver task matches replies to
+//!   requests by their order on the one socket and ends when the last clone is dropped.
+//!   `redis-rs` serves many callers the default way: a thread and a connection each.
 //!
 //! What a user pays for, beyond the bytes on the wire:
 //!
@@ -44,8 +48,9 @@
 use std::io;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, HostileOutcome, Kind, KnownDefect, Options,
-    Pipelining, Result, Transport,
+    Backend, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error, Handle,
+    HostileOutcome, Kind, KnownDefect, Options, Pipelining, Result, SharedClient, Transport,
+    connect_shared_boxed,
 };
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, RedisError};
@@ -108,7 +113,7 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: connect_sync_boxed,
     connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
+    concurrency: Concurrency::Threads,
 };
 
 /// The multiplexed async redis-rs client, driven from a blocking caller.
@@ -135,7 +140,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     loopback_floor: false,
     connect: connect_blocking_async_boxed,
     connect_async: Some(connect_async_boxed),
-    concurrency: kvbench_core::Concurrency::Threads,
+    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<AsyncRedis>),
 };
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
@@ -168,17 +173,7 @@ pub fn map_error(err: RedisError) -> Error {
 }
 
 fn connect_failed(endpoint: &Endpoint, err: RedisError) -> Error {
-    match map_error(err) {
-        Error::Io(source) => Error::Connect {
-            endpoint: endpoint.to_string(),
-            source,
-        },
-        Error::Timeout(msg) => Error::Connect {
-            endpoint: endpoint.to_string(),
-            source: io::Error::new(io::ErrorKind::TimedOut, msg),
-        },
-        other => other,
-    }
+    map_error(err).while_connecting(endpoint)
 }
 
 /// The synchronous client: one [`redis::Connection`].
@@ -323,21 +318,37 @@ impl AsyncRedis {
 
 kvbench_core::impl_async_client_by_boxing!(AsyncRedis, connect_async_boxed);
 
+impl SharedClient for AsyncRedis {
+    /// A clone: another sender into the same driver task, so no new connection.
+    fn handle(&self) -> Handle {
+        Handle::Async(Box::new(self.clone()))
+    }
+}
+
+impl ConnectShared for AsyncRedis {
+    /// Connects once for any number of callers (`connections` is 1 under this model, and
+    /// unused): each caller's handle is a clone of the one multiplexed connection.
+    async fn connect_shared(
+        endpoint: &Endpoint,
+        options: &Options,
+        _connections: usize,
+    ) -> Result<AsyncRedis> {
+        AsyncRedis::connect(endpoint, options).await
+    }
+}
+
 /// [`AsyncRedis`] behind the synchronous contract: it owns a current-thread runtime and blocks
 /// on each call. The multiplexer's driver task runs only while a call is being blocked on.
 pub struct BlockingAsyncRedis {
     inner: AsyncRedis,
-    runtime: tokio::runtime::Runtime,
+    runtime: kvbench_block_on::Runtime,
 }
 
 impl BlockingAsyncRedis {
     /// Builds the runtime and connects on it.
     pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingAsyncRedis> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Io)?;
-        let inner = runtime.block_on(AsyncRedis::connect(endpoint, options))?;
+        let connect = AsyncRedis::connect(endpoint, options);
+        let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
         Ok(BlockingAsyncRedis { inner, runtime })
     }
 }

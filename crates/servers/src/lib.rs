@@ -10,7 +10,8 @@
 //! from bytes in memory (for unit tests and fuzz targets), [`silent`] accepts connections and never
 //! answers (for timeouts).
 //! [`costs`] counts a hand-written client's system calls and allocations per call over a real
-//! server, for the exact costs each client's own tests assert.
+//! server, for the exact costs each client's own tests assert, and [`AcceptedConnections`] the
+//! connections a shared client opens.
 //!
 //! # Private or external
 //!
@@ -67,6 +68,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use kvbench_core::{Backend, Endpoint, Transport};
+pub use probe::AcceptedConnections;
 
 use process::{Handle, Spec};
 

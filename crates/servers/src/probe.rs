@@ -83,6 +83,50 @@ fn ask_memcached(conn: &mut Conn) -> Result<Answer, String> {
     })
 }
 
+/// A connection of its own to one server, kept open, that asks how many connections the server
+/// has accepted so far: Redis's `total_connections_received` (`INFO stats`), memcached's
+/// `total_connections` (`stats`). The difference between two counts is the connections opened
+/// in between, however many others closed meanwhile: what a test counts a shared client's
+/// connections with, independent of the client.
+pub struct AcceptedConnections {
+    backend: Backend,
+    conn: Conn,
+}
+
+impl AcceptedConnections {
+    /// Connects to `backend` at `endpoint`; every read and write times out after `timeout`. The
+    /// error is a one-line reason.
+    pub fn open(
+        backend: Backend,
+        endpoint: &Endpoint,
+        timeout: Duration,
+    ) -> Result<AcceptedConnections, String> {
+        let conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
+        Ok(AcceptedConnections { backend, conn })
+    }
+
+    /// The connections the server has accepted since it started, this one included.
+    pub fn count(&mut self) -> Result<u64, String> {
+        let (reply, name) = match self.backend {
+            Backend::Redis => (
+                // `INFO stats` is read-only; reply `$<len>\r\n<text>\r\n`.
+                self.conn
+                    .exchange(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n", bulk_complete)?,
+                "total_connections_received:",
+            ),
+            Backend::Memcached => (
+                self.conn
+                    .exchange(b"stats\r\n", |buf| buf.ends_with(b"END\r\n"))?,
+                "STAT total_connections ",
+            ),
+        };
+        let text = String::from_utf8_lossy(&reply);
+        field(&text, name)
+            .and_then(|count| count.parse().ok())
+            .ok_or_else(|| format!("no `{name}` count in {text:?}"))
+    }
+}
+
 /// The rest of the first line that starts with `name`.
 fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     text.lines()

@@ -4,12 +4,24 @@
 //! instead of a socket and decide exactly how the replies arrive: whole, or cut into reads of a
 //! few bytes at every offset. [`after_a_break_nothing_is_sent`] is the property every client's
 //! fuzz target checks with it.
+//!
+//! The rest is what the clients' own tests share: the round trips every client makes
+//! ([`round_trips`]), and for a client many callers share, that each caller gets its own values
+//! back ([`callers_get_their_own_values`]) over as many connections as its model promises
+//! ([`connections_a_shared_client_opens`]).
 
+use std::future::Future;
 use std::io::{self, Read, Write};
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
 
-use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Options, Transport};
+use kvbench_core::{
+    Backend, Client, ClientSpec, Endpoint, Error, Handle, Options, SharedClient, Transport,
+};
 
-use crate::{Servers, StartOptions};
+use crate::{AcceptedConnections, Servers, StartOptions};
 
 /// Replays `replies` at most `step` bytes per `read` (then end of stream), and counts the reads,
 /// the writes and the bytes written.
@@ -217,4 +229,114 @@ pub fn private_endpoint(backend: Backend, transport: Transport) -> (Servers, End
 pub fn connect(spec: &ClientSpec, endpoint: &Endpoint) -> Box<dyn Client> {
     (spec.connect)(endpoint, &Options::default())
         .unwrap_or_else(|err| panic!("{} cannot connect to {endpoint}: {err}", spec.name))
+}
+
+/// Opens `spec`'s shared client on `endpoint` for `callers` callers (it must declare one), has
+/// them [get their own values](callers_get_their_own_values) at once, and returns how many
+/// connections the server accepted meanwhile, counted through a connection of its own. Await it
+/// on the runtime the callers' tasks may run on; [`block_on`] will do for blocking handles.
+pub async fn connections_a_shared_client_opens(
+    spec: &ClientSpec,
+    endpoint: &Endpoint,
+    callers: usize,
+) -> u64 {
+    let connect = (spec.concurrency.connect_shared())
+        .unwrap_or_else(|| panic!("{} declares no shared client", spec.name));
+    let timeout = Options::DEFAULT_TIMEOUT;
+    let mut accepted = AcceptedConnections::open(spec.backend, endpoint, timeout)
+        .unwrap_or_else(|err| panic!("counting connection to {endpoint}: {err}"));
+    let before = accepted.count().expect("accepted connections before");
+    let connections = spec.concurrency.connections(callers);
+    let shared = connect(endpoint, &Options::default(), connections)
+        .await
+        .unwrap_or_else(|err| panic!("{} cannot open its shared client: {err}", spec.name));
+    let key = |caller: usize| format!("{}:caller:{caller}", spec.name).into_bytes();
+    callers_get_their_own_values(&*shared, callers, key).await;
+    accepted.count().expect("accepted connections after") - before
+}
+
+/// Rounds of set-then-get each caller makes in [`callers_get_their_own_values`].
+const ROUNDS: usize = 5;
+
+/// Takes `callers` handles on `shared`, and every caller at once sets `key(caller)` to a value
+/// of its own (its length differs from its neighbours') and reads it back, round after round: a
+/// reply handed to the wrong caller fails, naming the caller. Async handles run as futures
+/// polled together in the task that awaits this (so on that task's runtime); blocking handles
+/// each on a thread of their own.
+pub async fn callers_get_their_own_values(
+    shared: &dyn SharedClient,
+    callers: usize,
+    key: impl Fn(usize) -> Vec<u8>,
+) {
+    let value = |caller: usize, round: usize| {
+        format!("caller {caller} round {round} ")
+            .repeat(caller % 7 + 1)
+            .into_bytes()
+    };
+    let check = |caller: usize, round: usize, got: Option<Vec<u8>>| {
+        let want = value(caller, round);
+        assert!(
+            got.as_ref() == Some(&want),
+            "caller {caller}, round {round}: got {:?}, want {:?}",
+            got.map(|got| String::from_utf8_lossy(&got).into_owned()),
+            String::from_utf8_lossy(&want)
+        );
+    };
+    let mut tasks: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> = Vec::new();
+    thread::scope(|scope| {
+        for caller in 0..callers {
+            let key = key(caller);
+            match shared.handle() {
+                Handle::Blocking(mut client) => {
+                    scope.spawn(move || {
+                        for round in 0..ROUNDS {
+                            client.set(&key, &value(caller, round)).expect("set");
+                            check(caller, round, client.get(&key).expect("get"));
+                        }
+                    });
+                }
+                Handle::Async(mut client) => tasks.push(Box::pin(async move {
+                    for round in 0..ROUNDS {
+                        client.set(&key, &value(caller, round)).await.expect("set");
+                        check(caller, round, client.get(&key).await.expect("get"));
+                    }
+                })),
+            }
+        }
+    });
+    join_all(tasks).await;
+}
+
+/// Awaits every future, polling them together in one task: a join that needs no runtime of its
+/// own. Any wake-up polls every future still pending.
+async fn join_all(mut futures: Vec<Pin<Box<dyn Future<Output = ()> + '_>>>) {
+    std::future::poll_fn(|cx| {
+        futures.retain_mut(|future| future.as_mut().poll(cx).is_pending());
+        if futures.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Runs `future` to completion on this thread, parking it while the future waits: for futures
+/// that need no runtime (a blocking client's shared connect, and callers that are threads).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        thread::park();
+    }
 }

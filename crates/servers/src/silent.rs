@@ -6,8 +6,14 @@ use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::thread;
+use std::time::{Duration, Instant};
 
-use kvbench_core::Endpoint;
+use kvbench_core::{ClientSpec, Endpoint, Error, Options};
+
+/// How long a call against a silent server may take before it counts as hung: a guard, not a
+/// performance claim, far above the 300 ms timeouts used against it, so that a loaded machine
+/// does not trip it.
+pub const HANG_GUARD: Duration = Duration::from_secs(10);
 
 /// Listens on a loopback TCP port and on a Unix socket at `dir/silent.sock`, accepts every
 /// connection, reads (and discards) what the client sends and never writes a byte. Returns the
@@ -29,4 +35,25 @@ pub fn silent_endpoints(dir: &Path) -> io::Result<Vec<Endpoint>> {
         }
     });
     Ok(vec![Endpoint::Tcp(tcp_addr), Endpoint::Unix(path)])
+}
+
+/// For clients that talk while connecting (a library's handshake): connecting each spec to a
+/// silent server over each transport with 300 ms timeouts fails with [`Error::Connect`] of kind
+/// `TimedOut`, within [`HANG_GUARD`].
+pub fn connecting_times_out(specs: &[ClientSpec]) {
+    let dir = tempfile::tempdir().expect("a directory for the silent socket");
+    let options = Options::with_timeout(Duration::from_millis(300));
+    for endpoint in silent_endpoints(dir.path()).expect("silent endpoints") {
+        for spec in specs {
+            let started = Instant::now();
+            let err = (spec.connect)(&endpoint, &options).err();
+            let elapsed = started.elapsed();
+            assert!(
+                matches!(&err, Some(Error::Connect { source, .. }) if source.kind() == io::ErrorKind::TimedOut),
+                "{} on {endpoint}: {err:?}",
+                spec.name
+            );
+            assert!(elapsed < HANG_GUARD, "{} took {elapsed:?}", spec.name);
+        }
+    }
 }

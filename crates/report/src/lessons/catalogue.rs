@@ -171,7 +171,7 @@ pub const CRATES: &[(&str, &str)] = &[
     ("memcached-text", "memcached-text"),
     ("multiplexed", "multiplexed multiplexed/memcached"),
     ("lib-redis", "redis-rs redis-rs/async"),
-    ("lib-fred", "fred"),
+    ("lib-fred", "fred fred/pool"),
     (
         "lib-memcache",
         "memcache memcache/no-check memcache/ascii memcache/ascii/no-check",
