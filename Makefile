@@ -23,9 +23,10 @@ test: setup lint
 ## whose id contains one of these (+ joins words that must all be there). ORDER_SEED=n replays a
 ## run's client order.
 ## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
-## as long, because plotting dominates on a 2-CPU machine.
+## as long, because plotting dominates on a 2-CPU machine; it builds criterion's plotting library
+## (the bench suite's `plots` feature), which other runs leave out.
 bench: setup
-	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix -- $(if $(PLOTS),,--noplot)
+	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix $(if $(PLOTS),--features plots) -- $(if $(PLOTS),,--noplot)
 
 bench-quick: setup
 	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
