@@ -24,9 +24,10 @@ test: setup lint
 ## run's client order. CONCURRENCY=1,16,256,1024 sets the callers in flight of the concurrency
 ## cells (cell ids ending /c<C>; default 16,256 in bench, 256 in bench-quick).
 ## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
-## as long, because plotting dominates on a 2-CPU machine.
+## as long, because plotting dominates on a 2-CPU machine; it builds criterion's plotting library
+## (the bench suite's `plots` feature), which other runs leave out.
 bench: setup
-	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix -- $(if $(PLOTS),,--noplot)
+	MODE=full $(CARGO) bench -p kvbench-bench-suite --bench matrix $(if $(PLOTS),--features plots) -- $(if $(PLOTS),,--noplot)
 
 bench-quick: setup
 	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot

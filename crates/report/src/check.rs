@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use crate::format;
-use crate::results::Results;
+use crate::results::{Op, Results};
 use crate::{Error, INDEX_FILE};
 
 /// Pages followed at most while crawling a run folder (criterion writes a few per cell).
@@ -22,6 +22,10 @@ const VOID_ELEMENTS: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
     "wbr",
 ];
+
+/// Class of the Lessons section's links to source lines (`../../crates/…#L10-L20`): the only
+/// links of our page allowed to leave the run folder.
+pub const SOURCE_LINK_CLASS: &str = "source";
 
 /// What [`check_run_dir`] found.
 #[derive(Debug, Default)]
@@ -56,75 +60,6 @@ impl CheckReport {
 pub fn check_run_dir(dir: &Path) -> Result<CheckReport, Error> {
     let mut report = CheckReport::default();
     let results = Results::load(dir)?;
-    let index_path = dir.join(INDEX_FILE);
-    let index = fs::read_to_string(&index_path).map_err(|source| Error::Read {
-        path: index_path.clone(),
-        source,
-    })?;
-    let tags = match scan(&index) {
-        Ok(tags) => tags,
-        Err(problem) => {
-            report.problems.push(format!("{INDEX_FILE}: {problem}"));
-            return Ok(report);
-        }
-    };
-    if let Err(problem) = well_formed(&tags) {
-        report.problems.push(format!("{INDEX_FILE}: {problem}"));
-    }
-
-    check_charts(&results, &tags, &mut report);
-    check_links(dir, &mut report)?;
-    Ok(report)
-}
-
-fn check_charts(results: &Results, tags: &[Tag], report: &mut CheckReport) {
-    let mut cells_with_svg = HashSet::new();
-    let mut clients_with_svg = HashSet::new();
-    let mut open: Option<(Option<String>, Option<String>, bool)> = None;
-    for tag in tags {
-        match (tag.name.as_str(), tag.closing) {
-            ("figure", false) if tag.has_class("chart") => {
-                report.charts += 1;
-                open = Some((tag.attr("data-cell"), tag.attr("data-client"), false));
-            }
-            ("svg", false) => {
-                if let Some((_, _, has_svg)) = open.as_mut() {
-                    *has_svg = true;
-                }
-            }
-            ("figure", true) => {
-                if let Some((cell, client, true)) = open.take() {
-                    cells_with_svg.extend(cell);
-                    clients_with_svg.extend(client);
-                }
-            }
-            _ => {}
-        }
-    }
-    let cells: BTreeSet<String> = results.rows.iter().map(|r| r.cell.clone()).collect();
-    for cell in cells {
-        if !cells_with_svg.contains(&cell) {
-            report
-                .problems
-                .push(format!("missing chart for cell {cell:?}"));
-        }
-    }
-    let pipelined: BTreeSet<&str> = results
-        .rows
-        .iter()
-        .filter(|r| r.op == crate::results::Op::PipelineSet)
-        .map(|r| r.client.as_str())
-        .collect();
-    for client in pipelined {
-        if !clients_with_svg.contains(client) {
-            report.problems.push(format!(
-                "missing pipeline-depth chart for client {client:?}"
-            ));
-        }
-    }
-}
-
-fn check_links(dir: &Path, report: &mut CheckReport) -> Result<(), Error> {
     let root = dir.canonicalize().map_err(|source| Error::Read {
         path: dir.to_path_buf(),
         source,
@@ -133,165 +68,147 @@ fn check_links(dir: &Path, report: &mut CheckReport) -> Result<(), Error> {
     let mut queue = VecDeque::from([index.clone()]);
     let mut seen = HashSet::from([index.clone()]);
     while let Some(page) = queue.pop_front() {
-        if report.pages >= MAX_PAGES {
-            report
-                .problems
-                .push(format!("more than {MAX_PAGES} pages: crawl stopped"));
+        if report.pages == MAX_PAGES {
+            let problem = format!("more than {MAX_PAGES} pages: crawl stopped");
+            report.problems.push(problem);
             break;
         }
         report.pages += 1;
-        let ours = page == index;
-        let name = page
-            .strip_prefix(&root)
-            .unwrap_or(&page)
-            .display()
-            .to_string();
+        let name = page.strip_prefix(&root).unwrap_or(&page).display();
         let text = fs::read(&page).map_err(|source| Error::Read {
             path: page.clone(),
             source,
         })?;
-        let text = String::from_utf8_lossy(&text);
-        let tags = match scan(&text) {
+        let tags = match scan(&String::from_utf8_lossy(&text)) {
             Ok(tags) => tags,
             Err(problem) => {
                 report.problems.push(format!("{name}: {problem}"));
                 continue;
             }
         };
+        let ours = page == index;
+        if ours {
+            if let Err(problem) = well_formed(&tags) {
+                report.problems.push(format!("{name}: {problem}"));
+            }
+            check_charts(&results, &tags, &mut report);
+        }
         let ids: HashSet<String> = tags.iter().filter_map(|t| t.attr("id")).collect();
+        let base = page.parent().unwrap_or(&root);
         for tag in &tags {
-            for (attr, value) in &tag.attrs {
-                if attr != "href" && attr != "src" {
-                    continue;
-                }
-                let target = value.trim();
+            for (attr, target) in tag.attrs.iter().filter(|(a, _)| a == "href" || a == "src") {
+                let target = target.trim();
+                let problem = |what: &str| format!("{name}: {what}{attr}={target:?}");
+                let relative =
+                    format::percent_decode(target.split(['#', '?']).next().unwrap_or(""));
                 if let Some(fragment) = target.strip_prefix('#') {
-                    if ours
-                        && !fragment.is_empty()
-                        && !ids.contains(&format::percent_decode(fragment))
-                    {
-                        report
-                            .problems
-                            .push(format!("{name}: {attr}={target:?} names no element id"));
+                    let id = format::percent_decode(fragment);
+                    if ours && !fragment.is_empty() && !ids.contains(&id) {
+                        report.problems.push(problem("") + " names no element id");
                     }
-                    continue;
-                }
-                if has_scheme(target) || target.starts_with("//") {
+                } else if has_scheme(target) || target.starts_with("//") {
                     if ours {
-                        report.problems.push(format!(
-                            "{name}: {attr}={target:?} needs the network (the report must open offline)"
-                        ));
+                        let what = " needs the network (the report must open offline)";
+                        report.problems.push(problem("") + what);
                     } else {
                         report.external_links_in_criterion_pages += 1;
                     }
-                    continue;
-                }
-                let path_part = target.split(['#', '?']).next().unwrap_or_default();
-                let relative = format::percent_decode(path_part);
-                let base = page.parent().unwrap_or(&root);
-                if ours && tag.has_class(SOURCE_LINK_CLASS) {
+                } else if ours && tag.has_class(SOURCE_LINK_CLASS) {
                     // A lesson's link into the source tree around the run folder: it leaves the
                     // folder on purpose, and must name a file that exists. Not crawled.
-                    if is_plain_relative(&relative) && base.join(&relative).is_file() {
-                        report.links += 1;
-                    } else {
-                        report.problems.push(format!(
-                            "{name}: dead source link {attr}={target:?} (no such file)"
-                        ));
+                    match relative.starts_with('/') || !base.join(&relative).is_file() {
+                        true => report
+                            .problems
+                            .push(problem("dead source link ") + " (no such file)"),
+                        false => report.links += 1,
                     }
-                    continue;
-                }
-                match resolve(&root, base, &relative) {
-                    Some(resolved) => {
-                        report.links += 1;
-                        let is_page = resolved
-                            .extension()
-                            .is_some_and(|e| e == "html" || e == "htm");
-                        if is_page && seen.insert(resolved.clone()) {
-                            queue.push_back(resolved);
-                        }
+                } else if let Some(file) = resolve(&root, base, &relative) {
+                    report.links += 1;
+                    let is_page = file.extension().is_some_and(|e| e == "html" || e == "htm");
+                    if is_page && seen.insert(file.clone()) {
+                        queue.push_back(file);
                     }
-                    None => report.problems.push(format!(
-                        "{name}: dead link {attr}={target:?} (no such file inside the run folder)"
-                    )),
+                } else {
+                    let what = " (no such file inside the run folder)";
+                    report.problems.push(problem("dead link ") + what);
                 }
             }
         }
     }
-    Ok(())
+    Ok(report)
 }
 
-/// Class of the Lessons section's links to source lines (`../../crates/…#L10-L20`): the only
-/// links of our page allowed to leave the run folder.
-pub const SOURCE_LINK_CLASS: &str = "source";
-
-/// A relative path of plain components and `..` (no root, no scheme, no backslash).
-fn is_plain_relative(path: &str) -> bool {
-    !path.is_empty()
-        && !path.contains('\\')
-        && !has_scheme(path)
-        && Path::new(path).components().all(|c| {
-            matches!(
-                c,
-                Component::Normal(_) | Component::ParentDir | Component::CurDir
-            )
-        })
+/// Every cell has a chart figure with an `<svg>` (`data-cell`), every pipelining client a depth
+/// chart (`data-client`).
+fn check_charts(results: &Results, tags: &[Tag], report: &mut CheckReport) {
+    let mut charted = HashSet::new();
+    let mut open: Option<(Vec<(&str, String)>, bool)> = None;
+    for tag in tags {
+        match (tag.name.as_str(), tag.closing) {
+            ("figure", false) if tag.has_class("chart") => {
+                report.charts += 1;
+                let keys = ["data-cell", "data-client"].map(|a| Some((a, tag.attr(a)?)));
+                open = Some((keys.into_iter().flatten().collect(), false));
+            }
+            ("svg", false) => open.iter_mut().for_each(|(_, svg)| *svg = true),
+            ("figure", true) => {
+                if let Some((keys, true)) = open.take() {
+                    charted.extend(keys);
+                }
+            }
+            _ => {}
+        }
+    }
+    let cells: BTreeSet<&str> = results.rows.iter().map(|r| r.cell.as_str()).collect();
+    for cell in cells
+        .into_iter()
+        .filter(|c| !charted.contains(&("data-cell", c.to_string())))
+    {
+        report
+            .problems
+            .push(format!("missing chart for cell {cell:?}"));
+    }
+    let pipelined: BTreeSet<&str> = (results.rows.iter())
+        .filter(|r| r.op == Op::PipelineSet)
+        .map(|r| r.client.as_str())
+        .collect();
+    for client in pipelined
+        .into_iter()
+        .filter(|c| !charted.contains(&("data-client", c.to_string())))
+    {
+        let problem = format!("missing pipeline-depth chart for client {client:?}");
+        report.problems.push(problem);
+    }
 }
 
 /// `scheme:` at the start (`https:`, `data:`, `javascript:`, …).
 fn has_scheme(target: &str) -> bool {
-    match target.find(':') {
-        Some(colon) if colon > 0 => {
-            let scheme = &target[..colon];
-            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        }
-        _ => false,
-    }
+    target.split_once(':').is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && (scheme.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
 }
 
-/// Resolves `relative` against `base` (a folder inside `root`): the target must be a file and
-/// stay inside `root`, also after following symlinks.
+/// The file `relative` names from `base` (a folder inside `root`, which is canonical), if it
+/// exists and stays inside `root`, also after following symlinks.
 fn resolve(root: &Path, base: &Path, relative: &str) -> Option<PathBuf> {
-    if relative.is_empty() || relative.starts_with('/') || relative.contains('\\') {
+    if relative.is_empty() || relative.starts_with('/') || has_scheme(relative) {
         return None;
     }
-    let mut path = base.to_path_buf();
-    for component in Path::new(relative).components() {
-        match component {
-            Component::Normal(part) => path.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !path.pop() {
-                    return None;
-                }
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    if !path.starts_with(root) || !path.is_file() {
-        return None;
-    }
-    let real = path.canonicalize().ok()?;
-    real.starts_with(root).then_some(path)
+    let real = base.join(relative).canonicalize().ok()?;
+    (real.starts_with(root) && real.is_file()).then_some(real)
 }
 
 /// Whether `relative` (a path from results.json) names a file inside the run folder `dir`,
 /// without leaving it: no absolute path, no `..`, no symlink pointing out. The report links
 /// only to such files, so it never has a dead link and never points outside the folder.
 pub fn existing_inside(dir: &Path, relative: &str) -> bool {
-    if has_scheme(relative) {
-        return false;
-    }
-    let plain = Path::new(relative)
-        .components()
+    let plain = (Path::new(relative).components())
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    let Ok(root) = dir.canonicalize() else {
-        return false;
-    };
-    plain && resolve(&root, &root, relative).is_some()
+    plain
+        && dir
+            .canonicalize()
+            .is_ok_and(|root| resolve(&root, &root, relative).is_some())
 }
 
 /// One start or end tag.
@@ -310,126 +227,65 @@ pub struct Tag {
 impl Tag {
     /// The value of an attribute.
     pub fn attr(&self, name: &str) -> Option<String> {
-        self.attrs
-            .iter()
+        (self.attrs.iter())
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     }
 
     /// Whether the `class` attribute contains `class`.
     pub fn has_class(&self, class: &str) -> bool {
-        self.attr("class")
-            .is_some_and(|c| c.split_whitespace().any(|c| c == class))
+        (self.attr("class")).is_some_and(|c| c.split_whitespace().any(|c| c == class))
     }
 }
 
 /// Splits HTML into its tags (text, comments and doctype skipped; `script`/`style` content is
 /// raw text). Errors on an unterminated tag, comment or raw-text element.
 pub fn scan(html: &str) -> Result<Vec<Tag>, String> {
-    let bytes = html.as_bytes();
     let mut tags = Vec::new();
-    let mut i = 0;
-    while let Some(offset) = html[i..].find('<') {
-        let start = i + offset;
+    let mut at = 0;
+    while let Some(offset) = html[at..].find('<') {
+        let start = at + offset;
         let rest = &html[start..];
-        if rest.starts_with("<!--") {
-            let end = rest
-                .find("-->")
-                .ok_or_else(|| format!("unterminated comment at byte {start}"))?;
-            i = start + end + 3;
+        let skipped = [("<!--", "-->"), ("<!", ">"), ("<?", ">")]
+            .into_iter()
+            .find(|(open, _)| rest.starts_with(open));
+        if let Some((open, close)) = skipped {
+            let end = (rest[open.len()..].find(close))
+                .ok_or_else(|| format!("unterminated {open} at byte {start}"))?;
+            at = start + open.len() + end + close.len();
             continue;
         }
-        if rest.starts_with("<!") || rest.starts_with("<?") {
-            let end = rest
-                .find('>')
-                .ok_or_else(|| format!("unterminated declaration at byte {start}"))?;
-            i = start + end + 1;
-            continue;
-        }
-        let mut j = start + 1;
-        let closing = bytes.get(j) == Some(&b'/');
-        if closing {
-            j += 1;
-        }
-        let name_start = j;
-        while j < bytes.len()
-            && (bytes[j].is_ascii_alphanumeric() || matches!(bytes[j], b'-' | b':'))
-        {
-            j += 1;
-        }
-        if j == name_start {
+        let closing = rest.starts_with("</");
+        let body = &rest[1 + usize::from(closing)..];
+        let name_end = (body.find(|c: char| !(c.is_ascii_alphanumeric() || "-:".contains(c))))
+            .unwrap_or(body.len());
+        if name_end == 0 {
             // A bare `<` in text: not a tag.
-            i = start + 1;
+            at = start + 1;
             continue;
         }
-        let name = html[name_start..j].to_ascii_lowercase();
-        let mut attrs = Vec::new();
-        let mut self_closing = false;
-        loop {
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
+        let name = body[..name_end].to_ascii_lowercase();
+        // The tag ends at the first `>` outside quotes.
+        let mut quote = None;
+        let end = body.char_indices().find_map(|(i, c)| {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '>') => return Some(i),
+                _ => {}
             }
-            match bytes.get(j) {
-                None => return Err(format!("unterminated <{name}> tag at byte {start}")),
-                Some(b'>') => {
-                    j += 1;
-                    break;
-                }
-                Some(b'/') if bytes.get(j + 1) == Some(&b'>') => {
-                    self_closing = true;
-                    j += 2;
-                    break;
-                }
-                Some(_) => {}
-            }
-            let attr_start = j;
-            while j < bytes.len()
-                && !bytes[j].is_ascii_whitespace()
-                && !matches!(bytes[j], b'=' | b'>')
-            {
-                if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'>') {
-                    break;
-                }
-                j += 1;
-            }
-            let attr = html[attr_start..j].to_ascii_lowercase();
-            if attr.is_empty() {
-                // A stray `/` or similar: skip it.
-                j += 1;
-                continue;
-            }
-            let mut value = String::new();
-            if bytes.get(j) == Some(&b'=') {
-                j += 1;
-                match bytes.get(j) {
-                    Some(&quote @ (b'"' | b'\'')) => {
-                        let end = html[j + 1..].find(quote as char).ok_or_else(|| {
-                            format!("unterminated {attr} value in <{name}> at byte {start}")
-                        })?;
-                        value = unescape(&html[j + 1..j + 1 + end]);
-                        j += end + 2;
-                    }
-                    _ => {
-                        let value_start = j;
-                        while j < bytes.len() && !bytes[j].is_ascii_whitespace() && bytes[j] != b'>'
-                        {
-                            j += 1;
-                        }
-                        value = unescape(&html[value_start..j]);
-                    }
-                }
-            }
-            attrs.push((attr, value));
-        }
-        i = j;
+            None
+        });
+        let end = end.ok_or_else(|| format!("unterminated <{name}> tag at byte {start}"))?;
+        let inside = &body[name_end..end];
+        let self_closing = inside.trim_end().ends_with('/');
+        at = start + (rest.len() - body.len()) + end + 1;
         if !closing && !self_closing && (name == "script" || name == "style") {
             let close = format!("</{name}");
-            let end = html[i..]
-                .to_ascii_lowercase()
-                .find(&close)
+            at += (html[at..].to_ascii_lowercase().find(&close))
                 .ok_or_else(|| format!("unterminated <{name}> at byte {start}"))?;
-            i += end;
         }
+        let attrs = attributes(inside.trim_end().trim_end_matches('/'));
         tags.push(Tag {
             name,
             closing,
@@ -440,13 +296,37 @@ pub fn scan(html: &str) -> Result<Vec<Tag>, String> {
     Ok(tags)
 }
 
+/// `name="value" name='value' name=value name`, lower-case names, values unescaped.
+fn attributes(mut text: &str) -> Vec<(String, String)> {
+    let mut attrs = Vec::new();
+    loop {
+        text = text.trim_start_matches(|c: char| c.is_ascii_whitespace() || c == '/');
+        let name_end =
+            (text.find(|c: char| c.is_ascii_whitespace() || c == '=')).unwrap_or(text.len());
+        if name_end == 0 {
+            return attrs;
+        }
+        let name = text[..name_end].to_ascii_lowercase();
+        text = &text[name_end..];
+        let mut value = "";
+        if let Some(after) = text.trim_start().strip_prefix('=') {
+            let after = after.trim_start();
+            let (found, rest) = match after.chars().next() {
+                Some(q @ ('"' | '\'')) => after[1..].split_once(q).unwrap_or((&after[1..], "")),
+                _ => after.split_at(after.find(char::is_whitespace).unwrap_or(after.len())),
+            };
+            (value, text) = (found, rest);
+        }
+        attrs.push((name, unescape(value)));
+    }
+}
+
 /// Checks that tags nest (every non-void element closed, in order) and that ids are unique.
 pub fn well_formed(tags: &[Tag]) -> Result<(), String> {
     let mut stack: Vec<&str> = Vec::new();
     let mut ids = HashSet::new();
     for tag in tags {
-        if let Some(id) = tag.attr("id")
-            && !tag.closing
+        if let Some(id) = tag.attr("id").filter(|_| !tag.closing)
             && !ids.insert(id.clone())
         {
             return Err(format!("duplicate id {id:?}"));
@@ -454,9 +334,7 @@ pub fn well_formed(tags: &[Tag]) -> Result<(), String> {
         if tag.closing {
             match stack.pop() {
                 Some(open) if open == tag.name => {}
-                Some(open) => {
-                    return Err(format!("</{}> closes <{open}>", tag.name));
-                }
+                Some(open) => return Err(format!("</{}> closes <{open}>", tag.name)),
                 None => return Err(format!("</{}> without an open element", tag.name)),
             }
         } else if !tag.self_closing && !VOID_ELEMENTS.contains(&tag.name.as_str()) {
@@ -471,16 +349,16 @@ pub fn well_formed(tags: &[Tag]) -> Result<(), String> {
 
 /// Decodes the character references our escaping produces (and the common named ones).
 fn unescape(value: &str) -> String {
-    if !value.contains('&') {
-        return value.to_string();
-    }
-    value
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&#x27;", "'")
-        .replace("&amp;", "&")
+    [
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&#x27;", "'"),
+    ]
+    .into_iter()
+    .fold(value.to_string(), |text, (from, to)| text.replace(from, to))
+    .replace("&amp;", "&")
 }
 
 #[cfg(test)]
@@ -508,6 +386,7 @@ mod tests {
         assert_eq!(tags[0].attr("id").as_deref(), Some("x"));
         assert_eq!(tags[1].attr("href").as_deref(), Some("y&z"));
         assert!(tags[6].self_closing);
+        assert_eq!(tags[6].attr("x").as_deref(), Some("1"));
         assert!(well_formed(&tags).is_ok());
     }
 

@@ -2,7 +2,7 @@
 //! [`kvbench_results::verdict`] (disjoint intervals and a difference beyond the run-to-run
 //! spread), after checking that the two runs were made on comparable machines.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -93,37 +93,23 @@ pub struct Comparison {
 }
 
 /// Compares two results files. Rows match on (backend, op, value_size, pipeline, transport,
-/// client); when a run lists the same row twice, its first occurrence counts.
+/// concurrency, client); when a run lists the same row twice, its first occurrence counts.
 pub fn compare(a: &Results, b: &Results, a_id: &str, b_id: &str) -> Comparison {
-    let noise = (
-        a.noise().map(|n| n.median_spread),
-        b.noise().map(|n| n.median_spread),
-    );
+    let noise = |run: &Results| run.noise().map(|n| n.median_spread);
     let mut a_rows: HashMap<RowKey, &Row> = HashMap::new();
     for row in &a.rows {
         a_rows.entry(row.key()).or_insert(row);
     }
-    let mut seen_in_b = HashMap::new();
-    let mut rows = Vec::new();
-    let mut only_in_b = Vec::new();
-    for row in &b.rows {
-        let key = row.key();
-        if seen_in_b.insert(key.clone(), ()).is_some() {
-            continue;
-        }
-        match a_rows.get(&key) {
-            Some(a_row) => rows.push(compare_row(key, a_row, row, noise)),
+    let mut seen = HashSet::new();
+    let (mut rows, mut only_in_b) = (Vec::new(), Vec::new());
+    for row in b.rows.iter().filter(|row| seen.insert(row.key())) {
+        match a_rows.get(&row.key()) {
+            Some(a_row) => rows.push(compare_row(a_row, row, (noise(a), noise(b)))),
             None => only_in_b.push((row.cell.clone(), row.client.clone())),
         }
     }
-    let mut listed = HashMap::new();
-    let only_in_a: Vec<(String, String)> = a
-        .rows
-        .iter()
-        .filter(|row| {
-            let key = row.key();
-            !seen_in_b.contains_key(&key) && listed.insert(key, ()).is_none()
-        })
+    let only_in_a = (a.rows.iter())
+        .filter(|row| seen.insert(row.key()))
         .map(|row| (row.cell.clone(), row.client.clone()))
         .collect();
     Comparison {
@@ -143,7 +129,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<Comparison, Error> {
     Ok(compare(&a, &b, &run_id(&a, a_dir), &run_id(&b, b_dir)))
 }
 
-fn compare_row(key: RowKey, a: &Row, b: &Row, noise: (Option<f64>, Option<f64>)) -> Compared {
+fn compare_row(a: &Row, b: &Row, noise: (Option<f64>, Option<f64>)) -> Compared {
     let (a_ops, b_ops) = (a.ops(), b.ops());
     let judged: Judgement = rule::judge(b, noise.1, a, noise.0);
     let verdict = match (a_ops, b_ops) {
@@ -169,7 +155,7 @@ fn compare_row(key: RowKey, a: &Row, b: &Row, noise: (Option<f64>, Option<f64>))
         a_ops,
         b_ops,
         verdict,
-        key,
+        key: b.key(),
     }
 }
 

@@ -80,30 +80,19 @@ fn hex(byte: u8) -> Option<u8> {
 
 /// A value size for people: `3 B`, `2 KiB`, `100 KiB`, `1 MiB`.
 pub fn size(bytes: u64) -> String {
-    size_with(bytes, " ")
-}
-
-fn size_with(bytes: u64, gap: &str) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{}{gap}MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{}{gap}KiB", bytes / KIB)
-    } else {
-        format!("{bytes}{gap}B")
-    }
+    exact(bytes, &[(1 << 20, " MiB"), (1 << 10, " KiB")]).unwrap_or_else(|| format!("{bytes} B"))
 }
 
 /// A pipeline depth: `1k`, `100k`, `1M` (exact multiples only; otherwise grouped digits).
 pub fn depth(depth: u64) -> String {
-    if depth >= 1_000_000 && depth.is_multiple_of(1_000_000) {
-        format!("{}M", depth / 1_000_000)
-    } else if depth >= 1_000 && depth.is_multiple_of(1_000) {
-        format!("{}k", depth / 1_000)
-    } else {
-        grouped(depth as f64)
-    }
+    exact(depth, &[(1_000_000, "M"), (1_000, "k")]).unwrap_or_else(|| grouped(depth as f64))
+}
+
+/// `value` in the first of `units` (largest first) it is a multiple of, if any.
+fn exact(value: u64, units: &[(u64, &str)]) -> Option<String> {
+    (units.iter())
+        .find(|(unit, _)| value >= *unit && value.is_multiple_of(*unit))
+        .map(|(unit, name)| format!("{}{name}", value / unit))
 }
 
 /// An integer with thousands separators: `1,234,567`. Rounds to the nearest integer.
@@ -129,16 +118,20 @@ pub fn grouped(value: f64) -> String {
 
 /// A short throughput for chart labels: `950`, `82.1k`, `1.85M`.
 pub fn short(value: f64) -> String {
-    let abs = value.abs();
-    if abs >= 1e9 {
-        format!("{}G", significant(value / 1e9, 3))
-    } else if abs >= 1e6 {
-        format!("{}M", significant(value / 1e6, 3))
-    } else if abs >= 1e3 {
-        format!("{}k", significant(value / 1e3, 3))
-    } else {
-        significant(value, 3)
+    scaled(value, &[(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")])
+}
+
+/// `value` in the first of `units` (largest first) it reaches (else the last), with 3
+/// significant digits.
+fn scaled(value: f64, units: &[(f64, &str)]) -> String {
+    if !value.is_finite() {
+        return "–".to_string();
     }
+    let last = units[units.len() - 1];
+    let (scale, unit) = (units.iter().copied())
+        .find(|(scale, _)| value.abs() >= *scale)
+        .unwrap_or(last);
+    format!("{}{unit}", significant(value / scale, 3))
 }
 
 /// `digits` significant digits, without trailing zeros: `0.00213`, `2.5`, `123`, `12346`.
@@ -162,18 +155,7 @@ pub fn significant(value: f64, digits: usize) -> String {
 /// A duration given in nanoseconds, in the unit that keeps 3 significant digits readable:
 /// `850 ns`, `8.12 µs`, `1.23 ms`, `2.5 s`.
 pub fn duration_ns(ns: f64) -> String {
-    let abs = ns.abs();
-    if !ns.is_finite() {
-        "–".to_string()
-    } else if abs >= 1e9 {
-        format!("{} s", significant(ns / 1e9, 3))
-    } else if abs >= 1e6 {
-        format!("{} ms", significant(ns / 1e6, 3))
-    } else if abs >= 1e3 {
-        format!("{} µs", significant(ns / 1e3, 3))
-    } else {
-        format!("{} ns", significant(ns, 3))
-    }
+    scaled(ns, &[(1e9, " s"), (1e6, " ms"), (1e3, " µs"), (1.0, " ns")])
 }
 
 /// A run's wall time, given in seconds: `42.1 s`, `17 min 42 s`, `1 h 02 min`.
@@ -194,16 +176,7 @@ pub fn run_duration(seconds: f64) -> String {
 
 /// Bytes for people: `512 B`, `1.5 KiB`, `1 MiB`.
 pub fn bytes(value: f64) -> String {
-    let abs = value.abs();
-    if !value.is_finite() {
-        "–".to_string()
-    } else if abs >= 1024.0 * 1024.0 {
-        format!("{} MiB", significant(value / (1024.0 * 1024.0), 3))
-    } else if abs >= 1024.0 {
-        format!("{} KiB", significant(value / 1024.0, 3))
-    } else {
-        format!("{} B", significant(value, 3))
-    }
+    scaled(value, &[(1048576.0, " MiB"), (1024.0, " KiB"), (1.0, " B")])
 }
 
 /// A ratio: `1.32×`.

@@ -8,18 +8,11 @@ use serde::Serialize;
 
 use crate::check;
 use crate::format;
-use crate::model::{
-    BASELINE_CLIENT, Cell, DepthChart, KINDS, Model, backend_title, status_class, status_word,
-    transport_title,
-};
-use crate::results::Results;
+use crate::model::{self, BASELINE_CLIENT, Cell, DepthChart, KINDS, Model};
+use crate::results::{Op, Results, Row};
 use crate::svg::{self, Chart};
-use crate::tables::{self, CostRow, DepthRow, HeadlineRow, cell_id};
+use crate::tables::{self, CostRow, DepthRow, HeadlineRow};
 use crate::{Section, template};
-
-use crate::model::environment;
-// The lessons read these through this module.
-pub use crate::model::{noise_text, run_id};
 
 /// Criterion's own summary of every group, linked from the environment section when present.
 const CRITERION_INDEX: &str = "criterion/report/index.html";
@@ -32,7 +25,8 @@ struct Page<'a> {
     mode: String,
     charts: usize,
     baseline: &'static str,
-    kinds: Vec<Swatch>,
+    /// (kind, colour) in legend order.
+    kinds: Vec<(&'static str, &'static str)>,
     headline: Vec<HeadlineRow>,
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
@@ -45,15 +39,9 @@ struct Page<'a> {
 }
 
 #[derive(Serialize)]
-struct Swatch {
-    kind: &'static str,
-    colour: &'static str,
-}
-
-#[derive(Serialize)]
 struct SectionView {
-    id: String,
-    title: String,
+    index: usize,
+    title: &'static str,
     op: &'static str,
     variants: Vec<VariantView>,
     depth: Option<DepthView>,
@@ -62,39 +50,28 @@ struct SectionView {
 #[derive(Serialize)]
 struct VariantView {
     title: String,
-    figures: Vec<Figure>,
-    tables: Vec<CostTable>,
+    cells: Vec<CellView>,
 }
 
+/// A cell's chart (`cell-<index>`) and its cost table (`table-<index>`).
 #[derive(Serialize)]
-struct Figure {
-    id: String,
+struct CellView {
+    index: usize,
     label: String,
     backend: &'static str,
     transport: &'static str,
     link: Option<String>,
     chart: Chart,
-}
-
-#[derive(Serialize)]
-struct CostTable {
-    id: String,
-    label: String,
     rows: Vec<CostRow>,
 }
 
 #[derive(Serialize)]
 struct DepthView {
-    series: Vec<SeriesView>,
+    /// (name, colour) of each backend/transport series.
+    series: Vec<(String, &'static str)>,
     depths: Vec<String>,
     figures: Vec<DepthFigure>,
     rows: Vec<DepthRow>,
-}
-
-#[derive(Serialize)]
-struct SeriesView {
-    name: String,
-    colour: &'static str,
 }
 
 #[derive(Serialize)]
@@ -106,12 +83,25 @@ struct DepthFigure {
 
 #[derive(Serialize)]
 struct Problem<'a> {
-    cell: &'a str,
-    client: &'a str,
-    kind: &'static str,
+    row: &'a Row,
     class: &'static str,
     status: &'a str,
     reason: &'a str,
+}
+
+/// Display name of an operation, backend or transport.
+fn title(name: &str) -> &str {
+    match name {
+        "get" => "GET (hit)",
+        "get_miss" => "GET (miss)",
+        "set" => "SET",
+        "set_ex" => "SET with expiry",
+        "pipeline_set" => "Pipelined SET",
+        "redis" => "Redis",
+        "tcp" => "TCP",
+        "unix" => "Unix socket",
+        other => other,
+    }
 }
 
 /// Renders `(index.html, summary.md)`, both from one [`Page`]. `dir` is the run folder (links
@@ -123,43 +113,27 @@ pub fn render(
     lessons: &[Section],
 ) -> (String, String) {
     let run = &results.run;
-    let mut sections = Vec::new();
-    let mut cell_index = 0;
-    for (index, section) in model.sections.iter().enumerate() {
-        let mut variants = Vec::new();
-        for variant in &section.variants {
-            let ids = cell_index..cell_index + variant.cells.len();
-            cell_index = ids.end;
-            variants.push(VariantView {
-                title: variant.title.clone(),
-                figures: variant
-                    .cells
-                    .iter()
-                    .zip(ids.clone())
-                    .map(|(cell, i)| figure(cell, i, variant.scale_max))
-                    .collect(),
-                tables: variant
-                    .cells
-                    .iter()
-                    .zip(ids)
-                    .map(|(cell, i)| cost_table(cell, i))
-                    .collect(),
-            });
-        }
-        sections.push(SectionView {
-            id: format!("op-{index}"),
-            title: section.title.clone(),
+    let mut cells = (0..).zip(model.cells());
+    let sections = (0..)
+        .zip(&model.sections)
+        .map(|(index, section)| SectionView {
+            index,
+            title: title(section.op.as_str()),
             op: section.op.as_str(),
-            variants,
-            depth: model
-                .depth
-                .as_ref()
-                .filter(|_| section.op == crate::results::Op::PipelineSet)
+            variants: (section.variants.iter())
+                .map(|variant| VariantView {
+                    title: variant.title.clone(),
+                    cells: (cells.by_ref().take(variant.cells.len()))
+                        .map(|(index, cell)| cell_view(index, cell, variant.scale_max))
+                        .collect(),
+                })
+                .collect(),
+            depth: (model.depth.as_ref())
+                .filter(|_| section.op == Op::PipelineSet)
                 .map(depth_view),
         });
-    }
     let page = Page {
-        title: run_id(results, dir),
+        title: model::run_id(results, dir),
         summary: [
             format!("mode {}", run.mode),
             format!("started {}", run.started_at),
@@ -171,32 +145,20 @@ pub fn render(
         mode: run.mode.to_string(),
         charts: model.cells().count() + model.depth.as_ref().map_or(0, |d| d.clients.len()),
         baseline: BASELINE_CLIENT,
-        kinds: KINDS
-            .iter()
-            .map(|kind| Swatch {
-                kind: kind.as_str(),
-                colour: svg::kind_colour(*kind),
-            })
+        kinds: (KINDS.iter())
+            .map(|kind| (kind.as_str(), svg::kind_colour(*kind)))
             .collect(),
-        headline: model
-            .cells()
-            .enumerate()
-            .map(tables::headline_row)
-            .collect(),
-        sections,
-        problems: model
-            .problems
-            .iter()
+        headline: (0..).zip(model.cells()).map(tables::headline_row).collect(),
+        sections: sections.collect(),
+        problems: (model.problems.iter())
             .map(|(row, why)| Problem {
-                cell: &row.cell,
-                client: &row.client,
-                kind: row.kind.as_str(),
-                class: status_class(row),
-                status: status_word(row),
+                row,
+                class: model::status_class(row),
+                status: model::status_word(row),
                 reason: why,
             })
             .collect(),
-        environment: environment(results),
+        environment: model::environment(results),
         servers: [
             ("Redis", &run.servers.redis),
             ("memcached", &run.servers.memcached),
@@ -205,10 +167,9 @@ pub fn render(
         criterion_index: check::existing_inside(dir, CRITERION_INDEX)
             .then(|| format::url_path(CRITERION_INDEX)),
         rows: results.rows.len(),
-        lessons: lessons
-            .iter()
+        lessons: (lessons.iter())
             .map(|lesson| Section {
-                id: lesson_id(&lesson.id),
+                id: format!("lesson-{}", safe_id(&lesson.id)),
                 ..lesson.clone()
             })
             .collect(),
@@ -219,66 +180,44 @@ pub fn render(
     )
 }
 
-/// `lesson-` and the id reduced to `[A-Za-z0-9-]`.
-fn lesson_id(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
+/// `id` reduced to `[A-Za-z0-9-]`.
+fn safe_id(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' => c,
+            _ => '-',
         })
-        .collect();
-    format!("lesson-{clean}")
+        .collect()
 }
 
-fn figure(cell: &Cell, index: usize, scale_max: f64) -> Figure {
-    Figure {
-        id: cell_id(index),
+fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
+    let first = cell.rows[0];
+    CellView {
+        index,
         label: cell.label.clone(),
-        backend: backend_title(cell.backend),
-        transport: transport_title(cell.transport),
+        backend: title(first.backend.as_str()),
+        transport: title(first.transport.as_str()),
         link: cell.criterion_link.as_deref().map(format::url_path),
         chart: svg::cell_chart(cell, scale_max),
-    }
-}
-
-fn cost_table(cell: &Cell, index: usize) -> CostTable {
-    CostTable {
-        id: format!("table-{index}"),
-        label: cell.label.clone(),
-        rows: cell
-            .by_speed()
-            .into_iter()
+        rows: (cell.by_speed().into_iter())
             .map(|row| tables::cost_row(cell, row))
             .collect(),
     }
 }
 
 fn depth_view(depth: &DepthChart) -> DepthView {
-    let rows = tables::depth_rows(depth);
     DepthView {
-        series: depth
-            .series
-            .iter()
-            .enumerate()
-            .map(|(index, name)| SeriesView {
-                name: name.clone(),
-                colour: svg::series_colour(name, index),
-            })
+        series: (depth.series.iter().enumerate())
+            .map(|(index, name)| (name.clone(), svg::series_colour(name, index)))
             .collect(),
         depths: depth.depths.iter().map(|d| format::depth(*d)).collect(),
-        figures: depth
-            .clients
-            .iter()
+        figures: (depth.clients.iter())
             .map(|client| DepthFigure {
                 client: client.client.clone(),
                 kind: client.kind.as_str(),
                 chart: svg::depth_chart(depth, client),
             })
             .collect(),
-        rows,
+        rows: tables::depth_rows(depth),
     }
 }

@@ -51,7 +51,7 @@ pub const INDEX_FILE: &str = "index.html";
 /// The Markdown summary's file name inside a run folder.
 pub const SUMMARY_FILE: &str = "summary.md";
 
-/// Everything that can go wrong reading results or writing a report.
+/// Everything that can go wrong reading results, writing a report or generating the lessons.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be read.
@@ -66,7 +66,7 @@ pub enum Error {
     /// A results file could not be read, or is not of this schema.
     #[error(transparent)]
     Results(#[from] kvbench_results::Error),
-    /// A report file could not be written.
+    /// A report or document could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
         /// The file.
@@ -75,6 +75,40 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// No source tree (a folder with a workspace `Cargo.toml` and `crates/`) around the run.
+    #[error("no kvbench source tree found around {}: pass --root", start.display())]
+    NoSourceTree {
+        /// Where the search started.
+        start: PathBuf,
+    },
+    /// A code anchor is missing from its file, or its markers are out of order.
+    #[error(
+        "code anchor {anchor:?} not found in {path}: no `// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}` around its lines"
+    )]
+    Anchor {
+        /// Path from the repository root.
+        path: String,
+        /// The anchor.
+        anchor: String,
+    },
+    /// A document's generated block has a marker problem.
+    #[error("{}: block lessons:{name}: {problem}", path.display())]
+    Marker {
+        /// The document.
+        path: PathBuf,
+        /// The block.
+        name: String,
+        /// What is wrong.
+        problem: lessons::markers::MarkerProblem,
+    },
+}
+
+/// Reads a file, naming it in the error.
+fn read(path: &Path) -> Result<String, Error> {
+    fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// An extra section of the report, supplied by a later stage (the "Lessons" hook).

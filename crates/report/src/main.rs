@@ -80,12 +80,12 @@ fn main() -> Result<ExitCode> {
             split,
             root,
         } => {
-            let generated =
+            let written =
                 kvbench_report::lessons::generate(&run_dir, split.as_deref(), root.as_deref())
                     .with_context(|| {
                         format!("generating the lessons from {}", run_dir.display())
                     })?;
-            for path in &generated.written {
+            for path in &written {
                 println!("wrote {}", path.display());
             }
             Ok(ExitCode::SUCCESS)

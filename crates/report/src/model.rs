@@ -1,7 +1,6 @@
 //! Rows grouped the way the report shows them: operation → variant (size, depth) → cell
 //! (backend × transport) → clients, plus the per-cell ratios every output shares.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -13,13 +12,6 @@ use kvbench_results::verdict::{self, Judgement};
 /// The baseline every cell's ratio column refers to: redis-benchmark, the benchmark tool shipped
 /// with Redis (C, its own event loop).
 pub const BASELINE_CLIENT: &str = kvbench_results::REDIS_BENCHMARK;
-
-/// Whether a row is a floor rather than a client of the real server (the loopback floor talks
-/// to a trivial canned-reply server). Floors are excluded from "fastest" and get their own ratio
-/// column.
-pub fn is_floor(row: &Row) -> bool {
-    row.is_floor()
-}
 
 /// Kinds in report order (also the legend's order).
 pub const KINDS: &[Kind] = &[Kind::HandWritten, Kind::Library, Kind::Baseline];
@@ -38,8 +30,6 @@ pub struct Model<'a> {
 pub struct OpSection<'a> {
     /// Operation.
     pub op: Op,
-    /// Human title.
-    pub title: String,
     /// One variant per (value size, depth), smallest first.
     pub variants: Vec<Variant<'a>>,
 }
@@ -56,20 +46,16 @@ pub struct Variant<'a> {
 
 /// One criterion group: one backend, transport, operation and size; one row per client.
 pub struct Cell<'a> {
-    /// Criterion group name, for example `redis/get/3B/unix`.
+    /// Criterion group name, for example `redis/get/3B/unix` (empty for a cell without rows).
     pub label: String,
-    /// Server.
-    pub backend: Backend,
-    /// Transport.
-    pub transport: Transport,
     /// The run's noise figure (median spread of its repeated rows), for verdicts.
     pub noise: Option<f64>,
     /// Hand-written, then library, then baseline rows; by client name within a kind.
     pub rows: Vec<&'a Row>,
     /// Best throughput in the cell among clients of the real server (floors excluded).
     pub fastest: Option<f64>,
-    /// redis-benchmark's throughput in the cell.
-    pub baseline: Option<f64>,
+    /// redis-benchmark's row in the cell, if it has a throughput.
+    pub baseline: Option<&'a Row>,
     /// The loopback floor's throughput in the cell (the fastest floor row, if several).
     pub floor: Option<f64>,
     /// Relative link to criterion's report of this group, only if the file is in the run folder.
@@ -82,7 +68,7 @@ pub struct DepthChart<'a> {
     pub depths: Vec<u64>,
     /// Series names (`redis/tcp`, …) present in the run, in report order.
     pub series: Vec<String>,
-    /// Clients in kind order: (client, kind, series → depth → row).
+    /// Clients in kind order.
     pub clients: Vec<DepthClient<'a>>,
     /// Largest throughput (interval included): the shared axis.
     pub scale_max: f64,
@@ -101,16 +87,14 @@ pub struct DepthClient<'a> {
 impl<'a> Model<'a> {
     /// Groups `results`; `dir` is the run folder, used to keep only links whose target exists.
     pub fn new(results: &'a Results, dir: &Path) -> Model<'a> {
-        let mut by_variant: BTreeMap<VariantKey, BTreeMap<CellKey, Vec<&Row>>> = BTreeMap::new();
+        type CellKey = (Backend, Transport, String);
+        let mut by_variant: BTreeMap<(Op, u64, u64), BTreeMap<CellKey, Vec<&Row>>> =
+            BTreeMap::new();
         for row in &results.rows {
             by_variant
                 .entry((row.op, row.pipeline, row.value_size))
                 .or_default()
-                .entry(CellKey {
-                    backend: row.backend,
-                    transport: row.transport,
-                    label: row.cell.clone(),
-                })
+                .entry((row.backend, row.transport, row.cell.clone()))
                 .or_default()
                 .push(row);
         }
@@ -119,45 +103,42 @@ impl<'a> Model<'a> {
         let mut sections: Vec<OpSection> = Vec::new();
         for ((op, pipeline, value_size), cells) in by_variant {
             let cells: Vec<Cell> = cells
-                .into_iter()
-                .map(|(key, rows)| Cell::new(key, rows, dir, noise))
+                .into_values()
+                .map(|rows| {
+                    let mut cell = Cell::new(rows, noise);
+                    cell.criterion_link = (cell.rows.iter())
+                        .filter_map(|r| r.criterion_report.as_deref())
+                        .find(|rel| check::existing_inside(dir, rel))
+                        .map(str::to_string);
+                    cell
+                })
                 .collect();
-            let scale_max = cells
-                .iter()
-                .flat_map(|c| c.rows.iter().filter_map(|r| upper_ops(r)))
-                .fold(0.0, f64::max);
-            let title = if pipeline > 1 {
-                format!(
-                    "depth {} · {}",
-                    format::depth(pipeline),
-                    format::size(value_size)
-                )
-            } else {
-                format::size(value_size)
-            };
             let variant = Variant {
-                title,
+                title: match pipeline {
+                    1 => format::size(value_size),
+                    _ => format!(
+                        "depth {} · {}",
+                        format::depth(pipeline),
+                        format::size(value_size)
+                    ),
+                },
+                scale_max: scale_max(cells.iter().flat_map(|c| &c.rows)),
                 cells,
-                scale_max,
             };
             match sections.last_mut() {
                 Some(section) if section.op == op => section.variants.push(variant),
                 _ => sections.push(OpSection {
-                    title: op_title(op),
                     op,
                     variants: vec![variant],
                 }),
             }
         }
 
-        let mut problems: Vec<(&Row, String)> = results
-            .rows
-            .iter()
+        let mut problems: Vec<(&Row, String)> = (results.rows.iter())
             .filter(|row| !row.is_ok())
-            .filter_map(|row| row.unmeasured_reason().map(|why| (row, why)))
+            .filter_map(|row| Some((row, row.unmeasured_reason()?)))
             .collect();
-        problems
-            .sort_by(|(a, _), (b, _)| (a.op, &a.cell, &a.client).cmp(&(b.op, &b.cell, &b.client)));
+        problems.sort_by_key(|(row, _)| (row.op, &row.cell, &row.client));
 
         Model {
             depth: DepthChart::new(results),
@@ -168,83 +149,48 @@ impl<'a> Model<'a> {
 
     /// Every cell, in report order.
     pub fn cells(&self) -> impl Iterator<Item = &Cell<'a>> {
-        self.sections
-            .iter()
-            .flat_map(|s| s.variants.iter().flat_map(|v| v.cells.iter()))
+        (self.sections.iter()).flat_map(|s| s.variants.iter().flat_map(|v| v.cells.iter()))
     }
-}
-
-/// Whether `row` may be named fastest among clients of `kind` (any when `None`): floors never are.
-fn is_leader_kind(row: &Row, kind: Option<Kind>) -> bool {
-    !row.is_floor() && kind.is_none_or(|k| row.kind == k)
-}
-
-/// (operation, depth, value size): the order of variants in the report.
-type VariantKey = (Op, u64, u64);
-
-/// (kind, client): the order of clients in the depth section.
-type ClientKey = (Kind, String);
-
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct CellKey {
-    backend: Backend,
-    transport: Transport,
-    label: String,
 }
 
 impl<'a> Cell<'a> {
-    fn new(key: CellKey, mut rows: Vec<&'a Row>, dir: &Path, noise: Option<f64>) -> Cell<'a> {
+    /// The cell of these rows (all of one cell), judged with the run's `noise`.
+    pub fn new(mut rows: Vec<&'a Row>, noise: Option<f64>) -> Cell<'a> {
         rows.sort_by(|a, b| (a.kind, &a.client).cmp(&(b.kind, &b.client)));
-        let fastest = rows
-            .iter()
-            .filter(|r| !r.is_floor())
-            .filter_map(|r| r.ops())
-            .reduce(f64::max);
-        let floor = rows
-            .iter()
-            .filter(|r| r.is_floor())
-            .filter_map(|r| r.ops())
-            .reduce(f64::max);
-        let baseline = rows
-            .iter()
-            .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some())
-            .and_then(|r| r.ops());
-        let criterion_link = rows
-            .iter()
-            .filter_map(|r| r.criterion_report.as_deref())
-            .find_map(|rel| check::existing_inside(dir, rel).then(|| rel.to_string()));
+        let fastest = |floor: bool| {
+            (rows.iter().filter(|r| r.is_floor() == floor))
+                .filter_map(|r| r.ops())
+                .reduce(f64::max)
+        };
         Cell {
-            label: key.label,
-            backend: key.backend,
-            transport: key.transport,
+            label: rows.first().map_or(String::new(), |r| r.cell.clone()),
             noise,
+            fastest: fastest(false),
+            floor: fastest(true),
+            baseline: (rows.iter().copied())
+                .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some()),
+            criterion_link: None,
             rows,
-            fastest,
-            baseline,
-            floor,
-            criterion_link,
         }
     }
 
-    /// Rows with a throughput, fastest first (the tables' default order).
+    /// Rows with a throughput, fastest first (the tables' default order), then the others.
     pub fn by_speed(&self) -> Vec<&'a Row> {
         let mut rows = self.rows.clone();
-        rows.sort_by(|a, b| match (a.ops(), b.ops()) {
-            (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(Ordering::Equal),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        });
+        rows.sort_by(|a, b| b.ops().unwrap_or(-1.0).total_cmp(&a.ops().unwrap_or(-1.0)));
         rows
     }
 
     /// The fastest client of `kind`, or of any kind when `None`; never a floor.
     pub fn best(&self, kind: Option<Kind>) -> Option<&'a Row> {
-        self.rows
-            .iter()
-            .copied()
+        (self.rows.iter().copied())
             .filter(|r| r.ops().is_some() && is_leader_kind(r, kind))
-            .max_by(|a, b| a.ops().partial_cmp(&b.ops()).unwrap_or(Ordering::Equal))
+            .max_by(|a, b| a.ops().unwrap_or(0.0).total_cmp(&b.ops().unwrap_or(0.0)))
+    }
+
+    /// The row of a client, if the cell has one.
+    pub fn client(&self, name: &str) -> Option<&'a Row> {
+        self.rows.iter().copied().find(|r| r.client == name)
     }
 
     /// `ops / fastest`.
@@ -254,16 +200,12 @@ impl<'a> Cell<'a> {
 
     /// `ops / redis-benchmark's ops` in the same cell.
     pub fn ratio_to_baseline(&self, row: &Row) -> Option<f64> {
-        Some(row.ops()? / self.baseline?)
+        Some(row.ops()? / self.baseline?.ops()?)
     }
 
     /// The row against redis-benchmark in the same cell: the ratio with its range and verdict.
     pub fn against_baseline(&self, row: &Row) -> Option<Judgement> {
-        let baseline = self
-            .rows
-            .iter()
-            .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some())?;
-        Some(verdict::judge(row, self.noise, baseline, self.noise))
+        Some(verdict::judge(row, self.noise, self.baseline?, self.noise))
     }
 
     /// The rows a "fastest" sentence must name: the fastest client of `kind` (any kind when
@@ -286,13 +228,48 @@ impl<'a> Cell<'a> {
     pub fn time_over_floor(&self, row: &Row) -> Option<f64> {
         Some(self.floor? / row.ops()?)
     }
+
+    /// A row's throughput over redis-benchmark's in this cell, with the ratio's range:
+    /// `1.32× (1.26–1.37×)`, or `1.32× (1 run)` when a side was measured once; redis-benchmark's
+    /// own row (or a cell without it) gets the bare ratio.
+    pub fn baseline_ratio_text(&self, row: Option<&Row>) -> String {
+        let Some(row) = row else {
+            return "–".to_string();
+        };
+        if row.client == BASELINE_CLIENT || self.baseline.is_none() {
+            return format::opt(self.ratio_to_baseline(row), format::ratio);
+        }
+        let ratio = |r: f64| format::significant(r, 3);
+        match self.against_baseline(row) {
+            Some(Judgement {
+                ratio: Some(r),
+                range: Some((low, high)),
+                ..
+            }) => format!("{}× ({}–{}×)", ratio(r), ratio(low), ratio(high)),
+            Some(Judgement { ratio: Some(r), .. }) => format!("{}× (1 run)", ratio(r)),
+            _ => "–".to_string(),
+        }
+    }
+}
+
+/// Whether `row` may be named fastest among clients of `kind` (any when `None`): floors never are.
+fn is_leader_kind(row: &Row, kind: Option<Kind>) -> bool {
+    !row.is_floor() && kind.is_none_or(|k| row.kind == k)
+}
+
+/// The top of the highest bar or error bar among `rows`: a shared axis.
+fn scale_max<'r>(rows: impl IntoIterator<Item = &'r &'r Row>) -> f64 {
+    (rows.into_iter())
+        .filter_map(|row| match row.ops_interval() {
+            Some((_, high)) => Some(high.max(row.ops()?)),
+            None => row.ops(),
+        })
+        .fold(0.0, f64::max)
 }
 
 impl<'a> DepthChart<'a> {
     fn new(results: &'a Results) -> Option<DepthChart<'a>> {
-        let rows: Vec<&Row> = results
-            .rows
-            .iter()
+        let rows: Vec<&Row> = (results.rows.iter())
             .filter(|r| r.op == Op::PipelineSet)
             .collect();
         if rows.is_empty() {
@@ -301,28 +278,26 @@ impl<'a> DepthChart<'a> {
         let mut depths: Vec<u64> = rows.iter().map(|r| r.pipeline).collect();
         depths.sort_unstable();
         depths.dedup();
-        let mut series: Vec<(Backend, Transport, String)> = rows
-            .iter()
+        let mut series: Vec<(Backend, Transport, String)> = (rows.iter())
             .map(|r| (r.backend, r.transport, series_name(r)))
             .collect();
         series.sort();
         series.dedup();
-        let mut clients: BTreeMap<ClientKey, BTreeMap<(String, u64), &Row>> = BTreeMap::new();
+        let mut clients: BTreeMap<(Kind, String), DepthClient> = BTreeMap::new();
         for row in &rows {
-            clients
-                .entry((row.kind, row.client.clone()))
-                .or_default()
-                .insert((series_name(row), row.pipeline), row);
+            let client =
+                (clients.entry((row.kind, row.client.clone()))).or_insert_with(|| DepthClient {
+                    client: row.client.clone(),
+                    kind: row.kind,
+                    rows: BTreeMap::new(),
+                });
+            client.rows.insert((series_name(row), row.pipeline), row);
         }
-        let scale_max = rows.iter().filter_map(|r| upper_ops(r)).fold(0.0, f64::max);
         Some(DepthChart {
             depths,
             series: series.into_iter().map(|(_, _, name)| name).collect(),
-            clients: clients
-                .into_iter()
-                .map(|((kind, client), rows)| DepthClient { client, kind, rows })
-                .collect(),
-            scale_max,
+            clients: clients.into_values().collect(),
+            scale_max: scale_max(&rows),
         })
     }
 }
@@ -330,42 +305,6 @@ impl<'a> DepthChart<'a> {
 /// `backend/transport`, the depth chart's series name.
 pub fn series_name(row: &Row) -> String {
     format!("{}/{}", row.backend, row.transport)
-}
-
-/// The top of a row's bar or error bar.
-pub fn upper_ops(row: &Row) -> Option<f64> {
-    match row.ops_interval() {
-        Some((_, high)) => Some(high.max(row.ops()?)),
-        None => row.ops(),
-    }
-}
-
-/// Human title of an operation.
-pub fn op_title(op: Op) -> String {
-    match op {
-        Op::Get => "GET (hit)",
-        Op::GetMiss => "GET (miss)",
-        Op::Set => "SET",
-        Op::SetEx => "SET with expiry",
-        Op::PipelineSet => "Pipelined SET",
-    }
-    .to_string()
-}
-
-/// Display name of a transport.
-pub fn transport_title(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Tcp => "TCP",
-        Transport::Unix => "Unix socket",
-    }
-}
-
-/// Display name of a backend.
-pub fn backend_title(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Redis => "Redis",
-        Backend::Memcached => "memcached",
-    }
 }
 
 /// The run id: from results.json, else the folder's name.
@@ -397,9 +336,9 @@ pub fn noise_text(results: &Results) -> String {
 /// Several leaders: `inline, raw-tcp (indistinguishable in this run)`; one: its name.
 pub fn leader_names(leaders: &[&Row]) -> String {
     let names: Vec<&str> = leaders.iter().map(|r| r.client.as_str()).collect();
-    match names.len() {
-        0 => "–".to_string(),
-        1 => names[0].to_string(),
+    match names.as_slice() {
+        [] => "–".to_string(),
+        [one] => one.to_string(),
         _ => format!("{} (indistinguishable in this run)", names.join(", ")),
     }
 }
@@ -418,33 +357,6 @@ pub fn status_class(row: &Row) -> &'static str {
     match row.status {
         Status::Unsupported | Status::Ok => "unsupported",
         Status::Failed => "failed",
-    }
-}
-
-impl Cell<'_> {
-    /// A row's throughput over redis-benchmark's in this cell, with the ratio's range:
-    /// `1.32× (1.26–1.37×)`, or `1.32× (1 run)` when a side was measured once; redis-benchmark's
-    /// own row (or a cell without it) gets the bare ratio.
-    pub fn baseline_ratio_text(&self, row: Option<&Row>) -> String {
-        let Some(row) = row else {
-            return "–".to_string();
-        };
-        if row.client == BASELINE_CLIENT || self.baseline.is_none() {
-            return format::opt(self.ratio_to_baseline(row), format::ratio);
-        }
-        match self
-            .against_baseline(row)
-            .map(|judged| (judged.ratio, judged.range))
-        {
-            Some((Some(ratio), Some((low, high)))) => format!(
-                "{}× ({}–{}×)",
-                format::significant(ratio, 3),
-                format::significant(low, 3),
-                format::significant(high, 3)
-            ),
-            Some((Some(ratio), None)) => format!("{}× (1 run)", format::significant(ratio, 3)),
-            _ => "–".to_string(),
-        }
     }
 }
 

@@ -9,11 +9,8 @@
 use serde::Serialize;
 
 use crate::format;
-use crate::model::{Cell, DepthChart, DepthClient, series_name, status_class};
+use crate::model::{Cell, DepthChart, DepthClient, series_name, status_class, status_word};
 use crate::results::{Kind, Row};
-
-// The lessons read this through this module.
-pub use crate::model::status_word;
 
 /// One chart: a bar per client of a cell (`marks`), or a group of bars per pipeline depth, one
 /// per backend/transport series (`groups`).
@@ -199,7 +196,7 @@ fn ticks(max: f64) -> [String; 3] {
 }
 
 /// The smallest of 1, 2, 2.5, 3, 4, 5 or 10 × 10^k that is at least `value` (1 for nothing to show).
-pub fn nice_ceiling(value: f64) -> f64 {
+fn nice_ceiling(value: f64) -> f64 {
     if !(value.is_finite() && value > 0.0) {
         return 1.0;
     }

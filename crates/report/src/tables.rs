@@ -44,21 +44,14 @@ impl Td {
 
     /// The ratio to redis-benchmark with its range, sorting by the bare ratio.
     fn baseline_ratio(cell: &Cell, row: Option<&Row>) -> Td {
-        Td {
-            class: "num",
-            v: Some(
-                row.and_then(|r| cell.ratio_to_baseline(r))
-                    .map_or(String::new(), |r| r.to_string()),
-            ),
-            text: cell.baseline_ratio_text(row),
-            ..Td::default()
-        }
+        let ratio = row.and_then(|r| cell.ratio_to_baseline(r));
+        Td::num(ratio, |_| cell.baseline_ratio_text(row))
     }
 }
 
 #[derive(Serialize)]
 pub struct HeadlineRow {
-    pub id: String,
+    pub index: usize,
     pub label: String,
     pub cells: Vec<Td>,
 }
@@ -83,11 +76,6 @@ pub struct DepthRow {
     pub cells: Vec<Td>,
 }
 
-/// The anchor of the page's `index`-th cell (its chart).
-pub fn cell_id(index: usize) -> String {
-    format!("cell-{index}")
-}
-
 /// The headline's row of the `index`-th cell.
 pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
     let mut cells = vec![
@@ -103,7 +91,7 @@ pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
         ]);
     }
     cells.extend([
-        Td::num(cell.baseline, format::grouped),
+        Td::num(cell.baseline.and_then(Row::ops), format::grouped),
         Td::num(
             cell.best(Some(Kind::HandWritten))
                 .and_then(|r| cell.time_over_floor(r)),
@@ -111,7 +99,7 @@ pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
         ),
     ]);
     HeadlineRow {
-        id: cell_id(index),
+        index,
         label: cell.label.clone(),
         cells,
     }
@@ -142,22 +130,14 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
     let text = |value: String| Td::text(if measured { value } else { "–".to_string() });
     let cells = vec![
         ops,
-        Td {
-            class: "num",
-            v: Some(interval.map_or(String::new(), |(low, _)| low.to_string())),
-            text: interval.map_or("–".to_string(), |(low, high)| {
-                format!("{} – {}", format::short(low), format::short(high))
-            }),
-            ..Td::default()
-        },
+        Td::num(interval.map(|(low, _)| low), |low| {
+            let high = interval.map_or(low, |(_, high)| high);
+            format!("{} – {}", format::short(low), format::short(high))
+        }),
         text(row.measured_text()),
         num(row.spread, kvbench_results::verdict::percent),
         num(cell.ratio_to_fastest(row), format::ratio),
-        if measured {
-            Td::baseline_ratio(cell, Some(row))
-        } else {
-            Td::num(None, format::ratio)
-        },
+        Td::baseline_ratio(cell, Some(row).filter(|_| measured)),
         num(cell.time_over_floor(row), format::ratio),
         num(row.cpu_ns_per_op, format::duration_ns),
         num(row.user_ns_per_op, format::duration_ns),

@@ -21,6 +21,7 @@ const FILES: &[(&str, &str)] = &[
     ("charts.html", include_str!("../templates/charts.html")),
     ("report.html", include_str!("../templates/report.html")),
     ("compare.html", include_str!("../templates/compare.html")),
+    ("lessons.html", include_str!("../templates/lessons.html")),
     ("summary.md", include_str!("../templates/summary.md")),
     ("report.css", include_str!("../templates/report.css")),
     ("errors.js", include_str!("../templates/errors.js")),

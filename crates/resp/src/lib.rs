@@ -359,15 +359,6 @@ fn bulk_at(
     }
 }
 
-/// Refuses to open an array inside `depth` others once [`MAX_DEPTH`] are open.
-fn enter_array(depth: usize, start: usize) -> Result<(), DecodeError> {
-    if depth >= MAX_DEPTH {
-        Err(DecodeError::new(DecodeErrorKind::TooDeep, start))
-    } else {
-        Ok(())
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Whole replies
 // ---------------------------------------------------------------------------------------------
@@ -375,36 +366,7 @@ fn enter_array(depth: usize, start: usize) -> Result<(), DecodeError> {
 /// Is there a complete reply at the start of `buf`? `Ok(Some(n))`: yes, and it is `n` bytes long.
 /// `Ok(None)`: not yet. Allocates nothing.
 pub fn check(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
-    skip_at(buf, 0, 0)
-}
-
-/// Walks the reply at `buf[start]`, nested in `depth` arrays, without building it; returns the
-/// index just past it.
-fn skip_at(buf: &[u8], start: usize, depth: usize) -> Result<Option<usize>, DecodeError> {
-    let Some((header, mut pos)) = header_at(buf, start)? else {
-        return Ok(None);
-    };
-    match header {
-        Header::Simple(_)
-        | Header::Error(_)
-        | Header::Integer(_)
-        | Header::Bulk(None)
-        | Header::Array(None) => Ok(Some(pos)),
-        // $<len>\r\n<data>\r\n: skip the data by its length.
-        Header::Bulk(Some(len)) => Ok(bulk_at(buf, pos, len)?.map(|(_, end)| end)),
-        // *<n>\r\n<n replies>: each element takes at least MIN_REPLY_LEN bytes, so this loop
-        // ends after at most buf.len() / 3 rounds whatever count the peer claimed.
-        Header::Array(Some(count)) => {
-            enter_array(depth, start)?;
-            for _ in 0..count {
-                let Some(next) = skip_at(buf, pos, depth + 1)? else {
-                    return Ok(None);
-                };
-                pos = next;
-            }
-            Ok(Some(pos))
-        }
-    }
+    Ok(walk(buf, 0, 0, false)?.map(|(_, end)| end))
 }
 
 /// A complete reply.
@@ -430,44 +392,56 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, DecodeError> {
     if check(buf)?.is_none() {
         return Ok(None);
     }
-    reply_at(buf, 0, 0)
+    Ok(walk(buf, 0, 0, true)?.and_then(|(reply, end)| Some((reply?, end))))
 }
 
-/// Builds the reply at `buf[start]`, nested in `depth` arrays; returns it and the index just past
-/// it. Correct on its own (it reports need-more and errors like [`skip_at`]); [`decode`] calls it
-/// only once [`check`] has seen a complete reply.
-fn reply_at(buf: &[u8], start: usize, depth: usize) -> Result<Option<(Reply, usize)>, DecodeError> {
-    let Some((header, pos)) = header_at(buf, start)? else {
+/// Walks the reply at `buf[start]`, nested in `depth` arrays, and returns the index just past it;
+/// with `build`, also the reply ([`decode`]), and without, nothing is allocated ([`check`]).
+/// Correct on its own either way: it reports need-more and errors itself.
+fn walk(
+    buf: &[u8],
+    start: usize,
+    depth: usize,
+    build: bool,
+) -> Result<Option<(Option<Reply>, usize)>, DecodeError> {
+    let Some((header, mut pos)) = header_at(buf, start)? else {
         return Ok(None);
     };
     let reply = match header {
-        Header::Simple(text) => Reply::Simple(text.to_vec()),
-        Header::Error(text) => Reply::Error(text.to_vec()),
-        Header::Integer(n) => Reply::Integer(n),
-        Header::Bulk(None) => Reply::Bulk(None),
-        Header::Array(None) => Reply::Array(None),
-        // $<len>\r\n<data>\r\n
+        Header::Simple(text) => build.then(|| Reply::Simple(text.to_vec())),
+        Header::Error(text) => build.then(|| Reply::Error(text.to_vec())),
+        Header::Integer(n) => build.then_some(Reply::Integer(n)),
+        Header::Bulk(None) => build.then_some(Reply::Bulk(None)),
+        Header::Array(None) => build.then_some(Reply::Array(None)),
+        // $<len>\r\n<data>\r\n: the data skipped (or copied) by its length.
         Header::Bulk(Some(len)) => {
             let Some((data, end)) = bulk_at(buf, pos, len)? else {
                 return Ok(None);
             };
-            return Ok(Some((Reply::Bulk(Some(data.to_vec())), end)));
+            pos = end;
+            build.then(|| Reply::Bulk(Some(data.to_vec())))
         }
-        // *<n>\r\n<n replies>
+        // *<n>\r\n<n replies>: each element takes at least MIN_REPLY_LEN bytes, so this loop
+        // ends after at most buf.len() / 3 rounds whatever count the peer claimed, and the Vec
+        // is sized by the bytes present, never by the claim alone.
         Header::Array(Some(count)) => {
-            enter_array(depth, start)?;
-            // Reserve for what the bytes present can hold, never for the claim alone.
-            let room = buf.len().saturating_sub(pos) / MIN_REPLY_LEN;
+            if depth >= MAX_DEPTH {
+                return Err(DecodeError::new(DecodeErrorKind::TooDeep, start));
+            }
+            let room = if build {
+                buf.len().saturating_sub(pos) / MIN_REPLY_LEN
+            } else {
+                0
+            };
             let mut items = Vec::with_capacity(count.min(room));
-            let mut pos = pos;
             for _ in 0..count {
-                let Some((item, next)) = reply_at(buf, pos, depth + 1)? else {
+                let Some((item, next)) = walk(buf, pos, depth + 1, build)? else {
                     return Ok(None);
                 };
-                items.push(item);
+                items.extend(item);
                 pos = next;
             }
-            return Ok(Some((Reply::Array(Some(items)), pos)));
+            build.then_some(Reply::Array(Some(items)))
         }
     };
     Ok(Some((reply, pos)))

@@ -238,11 +238,11 @@ fn limits_are_inclusive() {
 
 #[test]
 fn huge_array_claim_reserves_only_what_is_present() {
-    // reply_at is the allocating half of decode. Called directly, without check in front, it
-    // must still size its Vec by the bytes present: reserving 2^32 - 1 replies would abort the
-    // test process.
+    // walk building a reply is the allocating half of decode. Called directly, without check in
+    // front, it must still size its Vec by the bytes present: reserving 2^32 - 1 replies would
+    // abort the test process.
     let bytes = format!("*{MAX_ARRAY_LEN}\r\n:1\r\n:2\r\n");
-    assert_eq!(reply_at(bytes.as_bytes(), 0, 0), Ok(None));
+    assert_eq!(walk(bytes.as_bytes(), 0, 0, true), Ok(None));
 }
 
 #[test]

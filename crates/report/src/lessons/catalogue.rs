@@ -111,8 +111,7 @@ pub static LESSONS: LazyLock<Vec<Lesson>> = LazyLock::new(|| {
 });
 
 fn parse(id: &'static str, text: &'static str) -> Result<Lesson, String> {
-    let (front, body) = text
-        .strip_prefix("---\n")
+    let (front, body) = (text.strip_prefix("---\n"))
         .and_then(|rest| rest.split_once("\n---\n"))
         .ok_or("no front matter between `---` lines")?;
     let mut lesson = Lesson {
@@ -123,60 +122,38 @@ fn parse(id: &'static str, text: &'static str) -> Result<Lesson, String> {
         body,
     };
     for line in front.lines() {
-        let words = |value: &str| {
-            value
-                .split_whitespace()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
-        match line.split_once(": ") {
-            Some(("title", title)) => lesson.title = title.to_string(),
-            Some(("table", rows)) => lesson.tables.push(
-                rows.split(", ")
-                    .map(|row| match words(row).as_slice() {
-                        [client, cell] => Ok((client.clone(), cell.clone(), Which::Main)),
-                        [client, cell, split] if split == "split" => {
-                            Ok((client.clone(), cell.clone(), Which::Split))
-                        }
-                        _ => Err(format!(
-                            "table row {row:?} is not `<client> <cell> [split]`"
-                        )),
-                    })
-                    .map(|row| row.map(|(client, cell, run)| Pick { run, client, cell }))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Some(("code", code)) => match words(code).as_slice() {
-                [anchor, path] => lesson.code.push(CodeRef {
-                    anchor: anchor.clone(),
-                    path: path.clone(),
-                }),
-                _ => return Err(format!("{line:?} is not `code: <anchor> <path>`")),
-            },
+        let (key, value) = line.split_once(": ").unwrap_or((line, ""));
+        let words: Vec<&str> = value.split_whitespace().collect();
+        match (key, &words[..]) {
+            ("title", _) => lesson.title = value.to_string(),
+            ("table", _) => lesson
+                .tables
+                .push(value.split(", ").map(pick).collect::<Result<_, _>>()?),
+            ("code", &[anchor, path]) => lesson.code.push(CodeRef {
+                anchor: anchor.to_string(),
+                path: path.to_string(),
+            }),
+            ("code", _) => return Err(format!("{line:?} is not `code: <anchor> <path>`")),
             _ => return Err(format!("{line:?} is not `title:`, `table:` or `code:`")),
         }
     }
     Ok(lesson)
 }
 
-/// Client crates and the clients each one registers (separated by spaces), for the "Measured"
-/// table of each crate's README.
-pub const CRATES: &[(&str, &str)] = &[
-    (
-        "raw-tcp",
-        "raw-tcp raw-tcp/nagle raw-tcp/per-token raw-tcp/per-token/nagle",
-    ),
-    ("raw-unix", "raw-unix"),
-    ("buffered", "buffered"),
-    ("inline", "inline"),
-    ("memcached-text", "memcached-text"),
-    ("multiplexed", "multiplexed multiplexed/memcached"),
-    ("lib-redis", "redis-rs redis-rs/async"),
-    ("lib-fred", "fred fred/pool"),
-    (
-        "lib-memcache",
-        "memcache memcache/no-check memcache/ascii memcache/ascii/no-check",
-    ),
-];
+/// `<client> <cell>`, or `<client> <cell> split` for a row of the split-placement run.
+fn pick(row: &str) -> Result<Pick, String> {
+    let (client, cell, run) = match row.split_whitespace().collect::<Vec<_>>()[..] {
+        [client, cell] => (client, cell, Which::Main),
+        [client, cell, "split"] => (client, cell, Which::Split),
+        _ => {
+            return Err(format!(
+                "table row {row:?} is not `<client> <cell> [split]`"
+            ));
+        }
+    };
+    let (client, cell) = (client.to_string(), cell.to_string());
+    Ok(Pick { run, client, cell })
+}
 
 /// The cells a crate's "Measured" table shows, in this order: (title, op, value size or `None`
 /// for any, depth). Those absent from a run are named under the table by their title.

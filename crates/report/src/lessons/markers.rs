@@ -46,48 +46,36 @@ pub fn replace_block(
 ) -> Result<String, MarkerProblem> {
     let begin_prefix = format!("<!-- BEGIN GENERATED lessons:{name} ");
     let end = end_line(name);
-    // (byte offset of the line, the line without its newline, offset after its newline)
-    let mut lines = Vec::new();
+    // Where each BEGIN line starts and ends (newline included), and where each END line starts
+    // and ends (newline excluded: whatever ended it is kept, a newline or the end of the file).
+    let (mut begins, mut ends) = (Vec::new(), Vec::new());
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        lines.push((
-            offset,
-            line.trim_end_matches(['\n', '\r']),
-            offset + line.len(),
-        ));
+        let content = line.trim_end_matches(['\n', '\r']);
+        if content.trim().starts_with(&begin_prefix) {
+            begins.push((offset, offset + line.len()));
+        } else if content.trim() == end {
+            ends.push((offset, offset + content.len()));
+        }
         offset += line.len();
     }
-    let find = |matches: &dyn Fn(&str) -> bool| -> Result<Option<(usize, usize)>, MarkerProblem> {
-        let mut found = lines
-            .iter()
-            .filter(|(_, line, _)| matches(line.trim()))
-            .map(|&(start, _, after)| (start, after));
-        let first = found.next();
-        match found.next() {
-            Some(_) => Err(MarkerProblem::Duplicated),
-            None => Ok(first),
-        }
+    let (begin, finish) = match (begins.as_slice(), ends.as_slice()) {
+        ([_, _, ..], _) | ([_], [_, _, ..]) => return Err(MarkerProblem::Duplicated),
+        ([], _) => return Err(MarkerProblem::MissingBegin),
+        (_, []) => return Err(MarkerProblem::MissingEnd),
+        (&[begin], &[finish]) => (begin, finish),
     };
-    let begin =
-        find(&|line| line.starts_with(&begin_prefix))?.ok_or(MarkerProblem::MissingBegin)?;
-    let finish = find(&|line| line == end)?.ok_or(MarkerProblem::MissingEnd)?;
     if finish.0 < begin.1 {
         return Err(MarkerProblem::Misordered);
     }
-    let mut out = String::with_capacity(text.len() + body.len());
-    out.push_str(&text[..begin.0]);
-    out.push_str(&begin_line(name, source));
-    out.push('\n');
-    out.push_str(body);
-    if !body.is_empty() && !body.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(&end);
-    // Keep whatever ended the END line (a newline, or nothing at the end of the file).
-    let old_end_line = &text[finish.0..finish.1];
-    out.push_str(&old_end_line[old_end_line.trim_end_matches(['\n', '\r']).len()..]);
-    out.push_str(&text[finish.1..]);
-    Ok(out)
+    let newline = if body.is_empty() || body.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    let begin_line = begin_line(name, source);
+    let (before, after) = (&text[..begin.0], &text[finish.1..]);
+    Ok(format!("{before}{begin_line}\n{body}{newline}{end}{after}"))
 }
 
 /// `text` without the generated blocks (marker lines included), for tests comparing what a human

@@ -13,6 +13,11 @@
 //! rewrites the "Measured" block of each client crate's README and the headline block of the
 //! top-level README.
 //!
+//! Which clients a crate's "Measured" block shows is said by the crate's own README, in a comment
+//! above the block (`<!-- lessons:measured clients: raw-tcp raw-tcp/nagle -->`): no code outside
+//! a client's crate names it. The headline names no client either: it shows the best hand-written
+//! client and every library that has rows in its cells.
+//!
 //! Code references are anchors in the source (`// ANCHOR: name` … `// ANCHOR_END: name`) resolved
 //! to line numbers at generation time ([`source`]); `make lessons` fails if an anchor no longer
 //! exists, the report only omits the link.
@@ -24,13 +29,13 @@ pub mod source;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::format::{self, html as esc};
-use crate::results::{Backend, Kind, Op, Results, Row, Transport};
-use crate::{Section, model};
-use catalogue::{CRATES, CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Which};
+use crate::model::{self, BASELINE_CLIENT, Cell};
+use crate::results::{Backend, Kind, Op, RESULTS_FILE, Results, Row, Transport};
+use crate::{Error, Section};
+use catalogue::{CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Which};
 use kvbench_results::verdict;
 use source::Resolved;
 
@@ -44,52 +49,8 @@ pub const DOCS_FILE: &str = "docs/lessons.md";
 pub const HEADLINE_BLOCK: &str = "headline";
 /// Block name of the table in each client crate's README.
 pub const MEASURED_BLOCK: &str = "measured";
-
-/// Everything that can go wrong generating the lessons.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A run's results could not be read.
-    #[error(transparent)]
-    Results(#[from] crate::Error),
-    /// A run's results file is not of this schema.
-    #[error(transparent)]
-    Schema(#[from] kvbench_results::Error),
-    /// No source tree (a folder with a workspace `Cargo.toml` and `crates/`) around the run.
-    #[error("no kvbench source tree found around {}: pass --root", start.display())]
-    NoSourceTree {
-        /// Where the search started.
-        start: PathBuf,
-    },
-    /// A code anchor is missing from its file, or its markers are out of order.
-    #[error(
-        "code anchor {anchor:?} not found in {path}: no `// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}` around its lines"
-    )]
-    Anchor {
-        /// Path from the repository root.
-        path: String,
-        /// The anchor (the chain, joined).
-        anchor: String,
-    },
-    /// A document's generated block has a marker problem.
-    #[error("{}: block lessons:{name}: {problem}", path.display())]
-    Marker {
-        /// The document.
-        path: PathBuf,
-        /// The block.
-        name: String,
-        /// What is wrong.
-        problem: markers::MarkerProblem,
-    },
-    /// A document or a source file could not be read, or a document written.
-    #[error("cannot access {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
-}
+/// The README comment that names the clients of a crate's "Measured" block.
+const CLIENTS_COMMENT: &str = "<!-- lessons:measured clients:";
 
 /// A run the lessons read, and how documents name its results file.
 pub struct RunRef<'a> {
@@ -105,7 +66,7 @@ impl<'a> RunRef<'a> {
     /// `results` as read from `dir`, named `source` in documents.
     pub fn new(results: &'a Results, dir: &Path, source: String) -> RunRef<'a> {
         RunRef {
-            id: crate::html::run_id(results, dir),
+            id: model::run_id(results, dir),
             results,
             source,
         }
@@ -127,12 +88,8 @@ impl<'a> RunRef<'a> {
             cpu(p.server_cpu),
             cpu(p.client_cpu)
         );
-        format!(
-            "run {}{}{}",
-            md_code(&self.id),
-            format::markdown(&text),
-            md_code(&self.source)
-        )
+        let (id, source) = (md_code(&self.id), md_code(&self.source));
+        format!("run {id}{}{source}", format::markdown(&text))
     }
 }
 
@@ -145,18 +102,15 @@ pub struct Code {
 impl Code {
     /// Resolves every lesson's references under `root`: the first failure is an error.
     pub fn strict(root: &Path) -> Result<Code, Error> {
-        let mut resolved = BTreeMap::new();
-        for code in LESSONS.iter().flat_map(|l| &l.code) {
-            resolved.insert(code.clone(), source::resolve(root, code)?);
-        }
+        let resolved = (LESSONS.iter().flat_map(|l| &l.code))
+            .map(|code| Ok((code.clone(), source::resolve(root, code)?)))
+            .collect::<Result<_, Error>>()?;
         Ok(Code { resolved })
     }
 
     /// Resolves what it can; a reference that does not resolve is shown without lines.
     pub fn lenient(root: Option<&Path>) -> Code {
-        let resolved = LESSONS
-            .iter()
-            .flat_map(|l| &l.code)
+        let resolved = (LESSONS.iter().flat_map(|l| &l.code))
             .filter_map(|code| Some((code.clone(), source::resolve(root?, code).ok()?)))
             .collect();
         Code { resolved }
@@ -179,7 +133,7 @@ impl Code {
     }
 }
 
-/// A row as a lesson sees it.
+/// A row as a lesson sees it: found, not in the run, or in a split run that was not given.
 enum Lookup<'a> {
     Found(&'a Row),
     Missing,
@@ -198,43 +152,28 @@ impl Lookup<'_> {
         self.row().and_then(Row::ops)
     }
 
-    /// Why a row shows no throughput, for its table cell.
-    fn status(&self) -> Option<String> {
-        match self {
-            Lookup::Missing => Some("not measured in this run".to_string()),
-            Lookup::NoRun => Some("no split run given".to_string()),
-            Lookup::Found(row) if row.ops().is_some() => None,
-            Lookup::Found(row) => Some(match row.unmeasured_reason() {
-                Some(why) if !row.is_ok() => format!("{}: {why}", crate::svg::status_word(row)),
-                _ => "not timed".to_string(),
-            }),
-        }
-    }
-
-    /// The ops/s cell of a one-line table: the throughput, else why there is none.
-    fn ops_cell(&self) -> String {
-        self.status().map_or_else(
-            || format::opt(self.ops(), format::grouped),
-            |status| format::markdown(&status),
-        )
-    }
-
-    /// The ops/s cell of a lesson table: the throughput, else why there is none. A failed or unsupported row's
-    /// reason is long: the cell says `unsupported (note n)` and `note` gets the reason, for a
-    /// line under the table (a reason inside the cell crushes the table's other columns).
-    fn ops_cell_noted(&self, notes: &mut Vec<String>) -> String {
-        match (self, self.status()) {
-            (_, None) => format::opt(self.ops(), format::grouped),
-            (Lookup::Found(row), Some(status)) if !row.is_ok() => {
+    /// The ops/s cell: the throughput, else why there is none. With `notes`, a failed or
+    /// unsupported row's reason, which is long, goes there (for a line under the table: a reason
+    /// inside the cell crushes the table's other columns) and the cell says `failed (note n)`.
+    fn ops_cell(&self, notes: Option<&mut Vec<String>>) -> String {
+        let row = match self {
+            Lookup::Missing => return "not measured in this run".to_string(),
+            Lookup::NoRun => return "no split run given".to_string(),
+            Lookup::Found(row) => row,
+        };
+        let word = model::status_word(row);
+        match (row.ops(), row.unmeasured_reason(), notes) {
+            (Some(ops), ..) => format::grouped(ops),
+            (None, Some(why), Some(notes)) if !row.is_ok() => {
+                let (client, cell) = (md_code(&row.client), md_code(&row.cell));
                 notes.push(format!(
-                    "{} ({}): {}",
-                    md_code(&row.client),
-                    md_code(&row.cell),
-                    format::markdown(&status)
+                    "{client} ({cell}): {}",
+                    format::markdown(&format!("{word}: {why}"))
                 ));
-                format!("{} (note {})", crate::svg::status_word(row), notes.len())
+                format!("{word} (note {})", notes.len())
             }
-            (_, Some(status)) => format::markdown(&status),
+            (None, Some(why), None) if !row.is_ok() => format::markdown(&format!("{word}: {why}")),
+            _ => "not timed".to_string(),
         }
     }
 }
@@ -254,14 +193,12 @@ fn cost_cells(row: Option<&Row>) -> String {
         None => "–".to_string(),
     };
     let count = |value: Option<f64>| format::opt(value, |v| format::significant(v, 3));
+    let p99 = ok.and_then(|r| r.latency_ns.map(|l| l.p99 as f64));
     format!(
         "{cpu} | {} | {} | {}",
         count(ok.and_then(|r| r.syscalls_per_op)),
         count(ok.and_then(|r| r.allocs_per_op)),
-        format::opt(
-            ok.and_then(|r| r.latency_ns.map(|l| l.p99 as f64)),
-            format::duration_ns
-        )
+        format::opt(p99, format::duration_ns)
     )
 }
 
@@ -302,9 +239,7 @@ impl Runs<'_> {
         let Some(run) = self.get(pick.run) else {
             return Lookup::NoRun;
         };
-        run.results
-            .rows
-            .iter()
+        (run.results.rows.iter())
             .find(|row| row.cell == pick.cell && row.client == pick.client && row.concurrency == 1)
             .map_or(Lookup::Missing, Lookup::Found)
     }
@@ -366,7 +301,7 @@ impl Runs<'_> {
                 "{} | {} | {} | {} | {} |",
                 md_code(&pick.client),
                 md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
-                lookup.ops_cell_noted(&mut notes),
+                lookup.ops_cell(Some(&mut notes)),
                 format::opt(ratio, ratio_text),
                 cost_cells(lookup.row())
             );
@@ -382,9 +317,7 @@ impl Runs<'_> {
     /// The computed sentence under a table: fastest against slowest measured row, named only as
     /// [`verdict::judge`] allows.
     fn reading(&self, picks: &[Pick], found: &[Lookup], two_runs: bool) -> String {
-        let measured: Vec<(&Pick, &Row, f64)> = picks
-            .iter()
-            .zip(found)
+        let measured: Vec<(&Pick, &Row, f64)> = (picks.iter().zip(found))
             .filter_map(|(pick, lookup)| Some((pick, lookup.row()?, lookup.ops()?)))
             .collect();
         let fastest = measured.iter().max_by(|a, b| a.2.total_cmp(&b.2));
@@ -407,30 +340,22 @@ impl Runs<'_> {
             )
         };
         let noise = |pick: &Pick| {
-            self.get(pick.run)
-                .and_then(|run| run.results.noise())
-                .map(|noise| noise.median_spread)
+            let run = self.get(pick.run)?;
+            Some(run.results.noise()?.median_spread)
         };
         let judged = verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0));
         let ratio = ratio_text(fast.2 / slow.2);
+        let (fast, slow) = (describe(fast), describe(slow));
+        let undecided = |what: &str, why: &str| {
+            let why = format::markdown(&format!("{why}; measured ratio {ratio}"));
+            format!("In this run, no faster side can be named: {fast} and {slow} {what} ({why}).")
+        };
         match &judged.verdict {
-            verdict::Verdict::Indistinguishable(why) => format!(
-                "In this run, no faster side can be named: {} and {} are indistinguishable ({}).",
-                describe(fast),
-                describe(slow),
-                format::markdown(&format!("{why}; measured ratio {ratio}"))
-            ),
+            verdict::Verdict::Indistinguishable(why) => undecided("are indistinguishable", why),
             // A row measured once has no interval: the rule cannot judge it either way.
-            verdict::Verdict::Unknown(why) => format!(
-                "In this run, no faster side can be named: {} and {} cannot be judged ({}).",
-                describe(fast),
-                describe(slow),
-                format::markdown(&format!("{why}; measured ratio {ratio}"))
-            ),
+            verdict::Verdict::Unknown(why) => undecided("cannot be judged", why),
             _ => format!(
-                "In this run, the fastest is {}, the slowest {}: {ratio} the throughput{}.",
-                describe(fast),
-                describe(slow),
+                "In this run, the fastest is {fast}, the slowest {slow}: {ratio} the throughput{}.",
                 judged.range.map_or(String::new(), |(low, high)| format!(
                     " (range {}–{})",
                     ratio_text(low),
@@ -447,15 +372,12 @@ fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) 
     let mut env = minijinja::Environment::new();
     // A placeholder the file misspells is a bug, not an empty string.
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    let tables: Vec<String> = lesson.tables.iter().map(|t| runs.table(t)).collect();
-    let links: BTreeMap<&str, String> = lesson
-        .code
-        .iter()
+    let links: BTreeMap<&str, String> = (lesson.code.iter())
         .map(|c| (c.anchor.as_str(), code.markdown(c, prefix)))
         .collect();
     let context = minijinja::context! {
         measured => runs.measured(lesson),
-        tables => tables,
+        tables => lesson.tables.iter().map(|t| runs.table(t)).collect::<Vec<_>>(),
         code => links,
     };
     let body = env
@@ -511,48 +433,25 @@ pub fn lessons_markdown(
     heading: &str,
     prefix: Option<&str>,
 ) -> Vec<String> {
-    LESSONS
-        .iter()
-        .enumerate()
-        .map(|(index, lesson)| {
-            format!(
-                "{heading} {}. {}\n\n{}",
-                index + 1,
-                lesson.title,
-                lesson_body(lesson, runs, code, prefix)
-            )
+    (1..)
+        .zip(LESSONS.iter())
+        .map(|(number, lesson)| {
+            let body = lesson_body(lesson, runs, code, prefix);
+            format!("{heading} {number}. {}\n\n{body}", lesson.title)
         })
         .collect()
 }
 
 /// The Lessons section of a run's `index.html`: the same Markdown as the documents, as HTML.
 pub fn section(runs: &Runs, code: &Code, prefix: Option<&str>) -> Section {
-    let mut body = String::from(
-        "<p>One short lesson per trade-off the suite measures, with this run's numbers (the same \
-         text as <code>docs/lessons.md</code>, which <code>make lessons</code> fills from a \
-         reference run). Each table's ratio is to its first measured row.",
-    );
-    if prefix.is_none() {
-        body.push_str(
-            " Code references name a file and an anchor: this folder is not inside a kvbench \
-             checkout, so there are no line links.",
-        );
-    }
-    body.push_str("</p>\n");
-    for (index, lesson) in LESSONS.iter().enumerate() {
-        let _ = write!(
-            body,
-            "<article class=\"lesson-item\" id=\"lesson-{}\">\n<h3>{}. {}</h3>\n{}</article>\n",
-            esc(lesson.id),
-            index + 1,
-            esc(&lesson.title),
-            html(&lesson_body(lesson, runs, code, prefix))
-        );
-    }
+    let lessons: Vec<_> = (LESSONS.iter())
+        .map(|l| (l.id, &l.title, html(&lesson_body(l, runs, code, prefix))))
+        .collect();
+    let context = minijinja::context! { linked => prefix.is_some(), lessons };
     Section {
         id: "trade-offs".to_string(),
         title: "Lessons: the trade-offs, measured".to_string(),
-        html: body,
+        html: crate::template::render("lessons.html", &context),
     }
 }
 
@@ -562,52 +461,40 @@ pub fn default_section(results: &Results, dir: &Path) -> Section {
     let split_dir = dir.join(SPLIT_DIR);
     let split = Results::load(&split_dir).ok();
     let root = source::find_root(dir);
-    let prefix = root
-        .as_deref()
-        .and_then(|root| source::prefix_to_root(dir, root));
+    let prefix = (root.as_deref()).and_then(|root| source::prefix_to_root(dir, root));
     let name = |d: &Path| match &root {
         Some(root) => relative_source(d, root),
-        None => format!("{}", d.join(crate::results::RESULTS_FILE).display()),
+        None => format!("{}", d.join(RESULTS_FILE).display()),
     };
     let runs = Runs {
         main: RunRef::new(results, dir, name(dir)),
-        split: split
-            .as_ref()
-            .map(|split| RunRef::new(split, &split_dir, name(&split_dir))),
+        split: (split.as_ref()).map(|split| RunRef::new(split, &split_dir, name(&split_dir))),
     };
     section(&runs, &Code::lenient(root.as_deref()), prefix.as_deref())
 }
 
 /// `reports/<id>/results.json`: the results file of `dir` as seen from `root` (else as given).
 fn relative_source(dir: &Path, root: &Path) -> String {
-    let file = dir.join(crate::results::RESULTS_FILE);
-    match (file.canonicalize(), root.canonicalize()) {
-        (Ok(file), Ok(root)) => match file.strip_prefix(&root) {
-            Ok(inside) => inside.display().to_string(),
-            Err(_) => file.display().to_string(),
-        },
-        _ => file.display().to_string(),
-    }
+    let file = dir.join(RESULTS_FILE);
+    let inside = match (file.canonicalize(), root.canonicalize()) {
+        (Ok(file), Ok(root)) => file.strip_prefix(&root).map(Path::to_path_buf).ok(),
+        _ => None,
+    };
+    inside.unwrap_or(file).display().to_string()
 }
 
 /// The table of one client crate's README: its clients' rows (`clients` separated by spaces) in
 /// the main cells.
 pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
     let clients: Vec<&str> = clients.split_whitespace().collect();
-    let results = runs.main.results;
     let mut out = format!(
-        "Measured in {}. Every number below is that file's; `make lessons` rewrites them.",
+        "Measured in {}. Every number below is that file's; `make lessons` rewrites them.\n\n\
+         | client | cell | ops/s | {COST_HEAD} |\n|---|---|--:|{COST_ALIGN}|\n",
         runs.main.describe()
     );
-    out.push_str(
-        "\n\n| client | cell | ops/s | CPU/op (user + sys) | syscalls/op | allocs/op | p99 |\n",
-    );
-    out.push_str("|---|---|--:|--:|--:|--:|--:|\n");
     let mut absent = Vec::new();
     for &(title, op, size, depth) in MAIN_CELLS {
-        let mut rows: Vec<&Row> = results
-            .rows
-            .iter()
+        let mut rows: Vec<&Row> = (runs.main.results.rows.iter())
             .filter(|r| {
                 r.op.as_str() == op
                     && size.is_none_or(|s| r.value_size == s)
@@ -618,7 +505,6 @@ pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
             .collect();
         if rows.is_empty() {
             absent.push(title);
-            continue;
         }
         rows.sort_by_key(|r| (r.transport, clients.iter().position(|c| *c == r.client)));
         for row in rows {
@@ -627,7 +513,7 @@ pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
                 "| {} | {} | {} | {} |",
                 md_code(&row.client),
                 md_code(&row.cell),
-                Lookup::Found(row).ops_cell(),
+                Lookup::Found(row).ops_cell(None),
                 cost_cells(Some(row))
             );
         }
@@ -639,86 +525,61 @@ pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
 }
 
 /// The headline block of the top-level README: Redis over TCP, GET 3 B and the deepest
-/// pipelined SET of the run, for the best hand-written client, the libraries and the baselines.
+/// pipelined SET of the run, for the best hand-written client, every library, and the baselines.
 pub fn headline_markdown(runs: &Runs) -> String {
     let results = runs.main.results;
+    let noise = results.noise().map(|n| n.median_spread);
     let redis_tcp = |r: &&Row| r.backend == Backend::Redis && r.transport == Transport::Tcp;
     let depth = (results.rows.iter().filter(redis_tcp))
         .filter(|r| r.op == Op::PipelineSet)
         .map(|r| r.pipeline)
         .max();
-    let noise = results.noise().map(|n| n.median_spread);
-    let column = |op: Op, depth: u64| -> Vec<&Row> {
-        (results.rows.iter().filter(redis_tcp))
-            .filter(|r| {
-                r.op == op && r.value_size == 3 && r.pipeline == depth && r.concurrency == 1
-            })
-            .collect()
-    };
     // Without a pipelined SET in the run, its column is empty: every row says so.
-    let columns = [
-        column(Op::Get, 1),
-        depth.map_or(Vec::new(), |d| column(Op::PipelineSet, d)),
-    ];
+    let columns = [(Op::Get, 1), (Op::PipelineSet, depth.unwrap_or(0))].map(|(op, depth)| {
+        let rows = (results.rows.iter().filter(redis_tcp))
+            .filter(|r| r.op == op && r.value_size == 3 && r.pipeline == depth)
+            .filter(|r| r.concurrency == 1);
+        Cell::new(rows.collect(), noise)
+    });
     let mut out = format!(
         "Redis over TCP, one connection, in {}.\n\n| client | GET 3 B, ops/s | × redis-benchmark \
          | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
         runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
-    let roles = [
-        ("fastest hand-written", Role::BestHandWritten),
-        ("`redis-rs` (sync)", Role::Client("redis-rs")),
-        ("`redis-rs/async`", Role::Client("redis-rs/async")),
-        ("`fred`", Role::Client("fred")),
-        (
-            "`redis-benchmark` (shipped with Redis; C)",
-            Role::Client(model::BASELINE_CLIENT),
-        ),
-        ("loopback floor (the transport alone)", Role::Floor),
-    ];
-    for (label, role) in roles {
+    let mut libraries: Vec<&str> = (columns.iter().flat_map(|c| &c.rows))
+        .filter(|r| r.kind == Kind::Library)
+        .map(|r| r.client.as_str())
+        .collect();
+    libraries.sort();
+    libraries.dedup();
+    let mut lines: Vec<(String, Role)> =
+        vec![("fastest hand-written".into(), Role::BestHandWritten)];
+    lines.extend(
+        libraries
+            .iter()
+            .map(|name| (md_code(name), Role::Client(name))),
+    );
+    lines.push((
+        format!("`{BASELINE_CLIENT}` (shipped with Redis; C)"),
+        Role::Client(BASELINE_CLIENT),
+    ));
+    lines.push(("loopback floor (the transport alone)".into(), Role::Floor));
+    for (label, role) in lines {
         let _ = write!(out, "| {label} |");
-        for rows in &columns {
-            let chosen = role.choose(rows);
-            let lookup = chosen.map_or(Lookup::Missing, Lookup::Found);
-            let ops = lookup.ops_cell();
-            let value = match (role, chosen.filter(|r| r.ops().is_some())) {
-                (Role::Client(_), _) | (_, None) => ops,
-                (Role::BestHandWritten, Some(best)) => {
-                    // Every hand-written client this run cannot tell apart from the best.
-                    let mut names = vec![md_code(&best.client)];
-                    names.extend(
-                        rows.iter()
-                            .filter(|r| {
-                                r.kind == Kind::HandWritten
-                                    && r.ops().is_some()
-                                    && !std::ptr::eq(**r, best)
-                                    && !verdict::judge(best, noise, r, noise).is_decided()
-                            })
-                            .map(|r| md_code(&r.client)),
-                    );
-                    match names.as_slice() {
-                        [one] => format!("{one} {ops}"),
-                        _ => format!(
-                            "{ops}: {} (indistinguishable in this run)",
-                            names.join(", ")
-                        ),
-                    }
-                }
-                (_, Some(row)) => format!("{} {ops}", md_code(&row.client)),
-            };
-            let baseline = (rows.iter().copied())
-                .find(|r| r.client == model::BASELINE_CLIENT && r.ops().is_some());
-            let ratio = match (lookup.ops().and(chosen), baseline) {
+        for cell in &columns {
+            let (value, row) = role.show(cell);
+            let ratio = match (row.filter(|r| r.ops().is_some()), cell.baseline) {
                 (Some(row), Some(base)) if std::ptr::eq(row, base) => "1.00×".to_string(),
-                (Some(row), Some(base)) => {
-                    let judged = verdict::judge(row, noise, base, noise);
-                    judged.ratio.map_or("–".to_string(), |r| {
-                        verdict::ratio_with_range(r, judged.range)
-                            .replace("no range: measured once", "1 run")
-                    })
-                }
+                (Some(row), Some(_)) => match cell.against_baseline(row) {
+                    Some(verdict::Judgement {
+                        ratio: Some(ratio),
+                        range,
+                        ..
+                    }) => verdict::ratio_with_range(ratio, range)
+                        .replace("no range: measured once", "1 run"),
+                    _ => "–".to_string(),
+                },
                 _ => "–".to_string(),
             };
             let _ = write!(out, " {value} | {ratio} |");
@@ -732,7 +593,7 @@ pub fn headline_markdown(runs: &Runs) -> String {
          `make bench` (this run took {}), then `make lessons RUN=<run-id>`. What each difference \
          comes from, with these numbers and the code that causes it: \
          [docs/lessons.md](docs/lessons.md).\n",
-        crate::html::noise_text(results),
+        model::noise_text(results),
         format::run_duration(results.run.duration_s)
     );
     out
@@ -740,36 +601,69 @@ pub fn headline_markdown(runs: &Runs) -> String {
 
 /// A row of the headline table.
 #[derive(Clone, Copy)]
-enum Role {
-    /// The hand-written client with the highest throughput in the cell (named in the cell).
+enum Role<'n> {
+    /// The hand-written client with the highest throughput in the cell, with every hand-written
+    /// client this run cannot tell apart from it (named in the cell).
     BestHandWritten,
-    /// A client by name.
-    Client(&'static str),
+    /// A client or baseline by name.
+    Client(&'n str),
     /// The loopback floor (named in the cell).
     Floor,
 }
 
-impl Role {
-    fn choose<'r>(self, rows: &[&'r Row]) -> Option<&'r Row> {
-        match self {
-            Role::BestHandWritten => rows
-                .iter()
-                .copied()
-                .filter(|r| r.kind == Kind::HandWritten && r.ops().is_some())
-                .max_by(|a, b| a.ops().unwrap_or(0.0).total_cmp(&b.ops().unwrap_or(0.0))),
-            Role::Client(name) => rows.iter().copied().find(|r| r.client == name),
-            Role::Floor => rows.iter().copied().find(|r| model::is_floor(r)),
-        }
+impl Role<'_> {
+    /// What the role's table cell shows in `cell`, and the row it shows.
+    fn show<'r>(self, cell: &Cell<'r>) -> (String, Option<&'r Row>) {
+        let row = match self {
+            Role::BestHandWritten => cell.best(Some(Kind::HandWritten)),
+            Role::Client(name) => cell.client(name),
+            Role::Floor => cell.rows.iter().copied().find(|r| r.is_floor()),
+        };
+        let ops = row.map_or(Lookup::Missing, Lookup::Found).ops_cell(None);
+        let value = match (self, row.filter(|r| r.ops().is_some())) {
+            (Role::Client(_), _) | (_, None) => ops,
+            (Role::BestHandWritten, Some(_)) => {
+                let leaders = cell.leaders(Some(Kind::HandWritten));
+                let names: Vec<String> = leaders.iter().map(|r| md_code(&r.client)).collect();
+                match names.as_slice() {
+                    [one] => format!("{one} {ops}"),
+                    _ => format!(
+                        "{ops}: {} (indistinguishable in this run)",
+                        names.join(", ")
+                    ),
+                }
+            }
+            (Role::Floor, Some(row)) => format!("{} {ops}", md_code(&row.client)),
+        };
+        (value, row)
     }
 }
 
 // --- make lessons ------------------------------------------------------------------------------
 
-/// What [`generate`] wrote.
-#[derive(Debug, Default)]
-pub struct Generated {
-    /// Every file written, in order.
-    pub written: Vec<PathBuf>,
+/// The client crates' READMEs under `root` that have a "Measured" block, each with the clients
+/// its comment names (separated by spaces), by folder name.
+pub fn client_readmes(root: &Path) -> Result<Vec<(PathBuf, String)>, Error> {
+    let crates = root.join("crates");
+    let entries = fs::read_dir(&crates).map_err(|source| Error::Read {
+        path: crates.clone(),
+        source,
+    })?;
+    let mut readmes: Vec<PathBuf> = entries
+        .filter_map(|entry| Some(entry.ok()?.path().join("README.md")))
+        .filter(|path| path.is_file())
+        .collect();
+    readmes.sort();
+    let mut out = Vec::new();
+    for readme in readmes {
+        let text = crate::read(&readme)?;
+        let clients = (text.lines()).find_map(|line| {
+            let clients = line.trim().strip_prefix(CLIENTS_COMMENT)?;
+            Some(clients.strip_suffix("-->")?.trim().to_string())
+        });
+        out.extend(clients.map(|clients| (readme, clients)));
+    }
+    Ok(out)
 }
 
 /// `make lessons`: reads `<run_dir>/results.json` (and the split run: `split_dir`, else
@@ -777,12 +671,12 @@ pub struct Generated {
 /// around `run_dir`): the blocks of `docs/lessons.md`, each client crate's README block, the
 /// top-level README's headline block, `<run_dir>/lessons.md`, and `<run_dir>/index.html` (with
 /// `summary.md`). Every code anchor must resolve and every marker be there exactly once, or
-/// nothing is written.
+/// nothing is written. Returns the files written, in order.
 pub fn generate(
     run_dir: &Path,
     split_dir: Option<&Path>,
     root: Option<&Path>,
-) -> Result<Generated, Error> {
+) -> Result<Vec<PathBuf>, Error> {
     let root = match root {
         Some(root) => root.to_path_buf(),
         None => source::find_root(run_dir).ok_or_else(|| Error::NoSourceTree {
@@ -791,20 +685,17 @@ pub fn generate(
     };
     let results = Results::load(run_dir)?;
     let default_split = run_dir.join(SPLIT_DIR);
-    let split_dir = match split_dir {
-        Some(dir) => Some(dir.to_path_buf()),
-        None => default_split
-            .join(crate::results::RESULTS_FILE)
+    let split_dir = split_dir.map(Path::to_path_buf).or_else(|| {
+        default_split
+            .join(RESULTS_FILE)
             .is_file()
-            .then_some(default_split),
-    };
+            .then_some(default_split)
+    });
     let split = split_dir.as_deref().map(Results::load).transpose()?;
     let runs = Runs {
         main: RunRef::new(&results, run_dir, relative_source(run_dir, &root)),
-        split: match (&split, &split_dir) {
-            (Some(split), Some(dir)) => Some(RunRef::new(split, dir, relative_source(dir, &root))),
-            _ => None,
-        },
+        split: (split.as_ref().zip(split_dir.as_deref()))
+            .map(|(split, dir)| RunRef::new(split, dir, relative_source(dir, &root))),
     };
     let code = Code::strict(&root)?;
     let source = &runs.main.source;
@@ -814,21 +705,17 @@ pub fn generate(
     let docs_prefix = source::prefix_to_root(docs.parent().unwrap_or(&root), &root);
     let bodies = lessons_markdown(&runs, &code, "##", docs_prefix.as_deref());
     let mut documents = vec![(docs, LESSONS.iter().map(|l| l.id).zip(bodies).collect())];
-    for (folder, clients) in CRATES {
-        let readme = root.join("crates").join(folder).join("README.md");
+    for (readme, clients) in client_readmes(&root)? {
         documents.push((
             readme,
-            vec![(MEASURED_BLOCK, measured_markdown(&runs, clients))],
+            vec![(MEASURED_BLOCK, measured_markdown(&runs, &clients))],
         ));
     }
     let headline = vec![(HEADLINE_BLOCK, headline_markdown(&runs))];
     documents.push((root.join("README.md"), headline));
     let mut texts = Vec::new();
     for (path, blocks) in documents {
-        let mut text = fs::read_to_string(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let mut text = crate::read(&path)?;
         for (name, body) in blocks {
             text = markers::replace_block(&text, name, source, &body).map_err(|problem| {
                 Error::Marker {
@@ -851,19 +738,15 @@ pub fn generate(
     );
     page.extend(lessons_markdown(&runs, &code, "##", run_prefix.as_deref()));
     texts.push((run_dir.join(LESSONS_FILE), page));
-    let mut generated = Generated::default();
+    let mut written = Vec::new();
     for (path, text) in texts {
         crate::write(&path, &text)?;
-        generated.written.push(path);
+        written.push(path);
     }
-    crate::render_run_sections(
-        run_dir,
-        &results,
-        &[section(&runs, &code, run_prefix.as_deref())],
-    )?;
-    generated.written.push(run_dir.join(crate::INDEX_FILE));
-    generated.written.push(run_dir.join(crate::SUMMARY_FILE));
-    Ok(generated)
+    let lessons = section(&runs, &code, run_prefix.as_deref());
+    crate::render_run_sections(run_dir, &results, &[lessons])?;
+    written.extend([crate::INDEX_FILE, crate::SUMMARY_FILE].map(|file| run_dir.join(file)));
+    Ok(written)
 }
 
 #[cfg(test)]

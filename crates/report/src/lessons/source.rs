@@ -12,8 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::Error;
 use super::catalogue::CodeRef;
+use crate::Error;
 
 /// A [`CodeRef`] resolved in a source tree: 1-based, inclusive line numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +79,7 @@ pub fn marker_line(lines: &[&str], marker: &str) -> Option<usize> {
 /// Resolves `code` against the files under `root`: the lines between its two markers, which
 /// must both be there, in order, with at least one line between them.
 pub fn resolve(root: &Path, code: &CodeRef) -> Result<Resolved, Error> {
-    let path = root.join(&code.path);
-    let text = fs::read_to_string(&path).map_err(|source| Error::Io { path, source })?;
+    let text = crate::read(&root.join(&code.path))?;
     let lines: Vec<&str> = text.lines().collect();
     let begin = marker_line(&lines, &format!("ANCHOR: {}", code.anchor));
     let end = marker_line(&lines, &format!("ANCHOR_END: {}", code.anchor));
@@ -125,7 +124,7 @@ mod tests {
                     ..code("b")
                 }
             ),
-            Err(Error::Io { .. })
+            Err(Error::Read { .. })
         ));
     }
 

@@ -38,8 +38,8 @@ fn checkout() -> tempfile::TempDir {
     files.insert(DOCS_FILE.into());
     files.insert("README.md".into());
     files.insert("Cargo.toml".into());
-    for (folder, _) in CRATES {
-        files.insert(format!("crates/{folder}/README.md"));
+    for (readme, _) in client_readmes(&real).unwrap() {
+        files.insert(readme.strip_prefix(&real).unwrap().display().to_string());
     }
     for file in files {
         let target = root.join(&file);
@@ -61,9 +61,10 @@ fn checkout() -> tempfile::TempDir {
 fn documents(root: &Path) -> Vec<PathBuf> {
     let mut docs = vec![root.join(DOCS_FILE), root.join("README.md")];
     docs.extend(
-        CRATES
-            .iter()
-            .map(|(folder, _)| root.join("crates").join(folder).join("README.md")),
+        client_readmes(root)
+            .unwrap()
+            .into_iter()
+            .map(|(readme, _)| readme),
     );
     docs
 }
@@ -188,8 +189,8 @@ fn every_number_printed_comes_from_the_fixture() {
     let runs = runs(&a, Some(&split));
     let mut text = all_markdown(&runs);
     text.push_str(&headline_markdown(&runs));
-    for (_, clients) in CRATES {
-        text.push_str(&measured_markdown(&runs, clients));
+    for (_, clients) in client_readmes(&workspace()).unwrap() {
+        text.push_str(&measured_markdown(&runs, &clients));
     }
     // Code links first (their line numbers are the source's), then the lesson files' own text:
     // every line piece outside a placeholder.
@@ -450,12 +451,7 @@ fn regenerating_from_another_run_changes_only_generated_blocks() {
         .map(|p| fs::read_to_string(p).unwrap())
         .collect();
     assert_eq!(again, after_b);
-    assert!(
-        first
-            .written
-            .iter()
-            .any(|p| p.ends_with("reports/a/lessons.md"))
-    );
+    assert!(first.iter().any(|p| p.ends_with("reports/a/lessons.md")));
 }
 
 #[test]
@@ -543,7 +539,11 @@ fn marker_and_anchor_problems_are_typed_errors() {
 
     fs::write(&docs, &text).unwrap();
     let readme = root.join("crates/lib-fred/README.md");
-    fs::write(&readme, "# no markers\n").unwrap();
+    fs::write(
+        &readme,
+        "# no block\n<!-- lessons:measured clients: fred -->\n",
+    )
+    .unwrap();
     let error = generate(&run, None, None).unwrap_err();
     assert!(matches!(
         error,
@@ -575,4 +575,24 @@ fn marker_and_anchor_problems_are_typed_errors() {
         generate(outside.path(), None, None),
         Err(Error::NoSourceTree { .. })
     ));
+}
+
+#[test]
+fn every_measured_block_is_found_by_its_clients_comment() {
+    let root = workspace();
+    let found: BTreeSet<PathBuf> = client_readmes(&root)
+        .unwrap()
+        .into_iter()
+        .map(|(readme, clients)| {
+            assert!(!clients.is_empty(), "{}", readme.display());
+            readme
+        })
+        .collect();
+    assert!(found.len() >= 8, "{found:?}");
+    for entry in fs::read_dir(root.join("crates")).unwrap() {
+        let readme = entry.unwrap().path().join("README.md");
+        let text = fs::read_to_string(&readme).unwrap_or_default();
+        let has_block = text.contains("<!-- BEGIN GENERATED lessons:measured ");
+        assert_eq!(has_block, found.contains(&readme), "{}", readme.display());
+    }
 }
