@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::check;
 use crate::format;
-use crate::model::{self, BASELINE_CLIENT, Cell, DepthChart, KINDS, Model};
+use crate::model::{self, Cell, DepthChart, KINDS, Model};
 use crate::results::{Op, Results, Row};
 use crate::svg::{self, Chart};
 use crate::tables::{self, CostRow, DepthRow, HeadlineRow};
@@ -144,7 +144,7 @@ pub fn render(
         .join(" · "),
         mode: run.mode.to_string(),
         charts: model.cells().count() + model.depth.as_ref().map_or(0, |d| d.clients.len()),
-        baseline: BASELINE_CLIENT,
+        baseline: "baseline tool",
         kinds: (KINDS.iter())
             .map(|kind| (kind.as_str(), svg::kind_colour(*kind)))
             .collect(),

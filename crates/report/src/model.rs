@@ -167,8 +167,7 @@ impl<'a> Cell<'a> {
             noise,
             fastest: fastest(false),
             floor: fastest(true),
-            baseline: (rows.iter().copied())
-                .find(|r| r.client == BASELINE_CLIENT && r.ops().is_some()),
+            baseline: (rows.iter().copied()).find(|r| r.is_baseline_tool() && r.ops().is_some()),
             criterion_link: None,
             rows,
         }
@@ -198,7 +197,7 @@ impl<'a> Cell<'a> {
         Some(row.ops()? / self.fastest?)
     }
 
-    /// `ops / redis-benchmark's ops` in the same cell.
+    /// `ops / the baseline tool's ops` in the same cell (redis-benchmark's or memaslap's).
     pub fn ratio_to_baseline(&self, row: &Row) -> Option<f64> {
         Some(row.ops()? / self.baseline?.ops()?)
     }
@@ -236,7 +235,7 @@ impl<'a> Cell<'a> {
         let Some(row) = row else {
             return "–".to_string();
         };
-        if row.client == BASELINE_CLIENT || self.baseline.is_none() {
+        if row.is_baseline_tool() || self.baseline.is_none() {
             return format::opt(self.ratio_to_baseline(row), format::ratio);
         }
         let ratio = |r: f64| format::significant(r, 3);

@@ -556,6 +556,12 @@ impl Row {
         }
     }
 
+    /// Whether this is a same-run baseline tool's row (redis-benchmark, memaslap): the cell's
+    /// external reference.
+    pub fn is_baseline_tool(&self) -> bool {
+        self.kind == Kind::Baseline && !self.is_floor()
+    }
+
     /// Whether this is the loopback floor (not a client of the real server).
     pub fn is_floor(&self) -> bool {
         self.kind == Kind::Baseline && self.client == LOOPBACK_FLOOR

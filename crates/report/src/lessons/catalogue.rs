@@ -1,4 +1,4 @@
-//! The nine lessons: one Markdown file each under `crates/report/lessons/`, built into the
+//! The ten lessons: one Markdown file each under `crates/report/lessons/`, built into the
 //! binary so a report renders them wherever it runs. No measured number belongs in those files:
 //! numbers come from the run's results.json when the lessons are rendered.
 //!
@@ -89,7 +89,7 @@ macro_rules! lesson_files {
 }
 
 /// The lesson files, in reading order.
-const FILES: [(&str, &str); 9] = lesson_files![
+const FILES: [(&str, &str); 10] = lesson_files![
     "1-transport",
     "2-writes",
     "3-buffered",
@@ -99,9 +99,10 @@ const FILES: [(&str, &str); 9] = lesson_files![
     "7-async",
     "8-redis-memcached",
     "9-placement",
+    "10-multiplexing",
 ];
 
-/// The nine lessons, in reading order. The files are part of the build, so a malformed one is a
+/// The ten lessons, in reading order. The files are part of the build, so a malformed one is a
 /// bug that every test shows, not an input error.
 pub static LESSONS: LazyLock<Vec<Lesson>> = LazyLock::new(|| {
     FILES

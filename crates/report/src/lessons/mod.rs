@@ -240,7 +240,7 @@ impl Runs<'_> {
             return Lookup::NoRun;
         };
         (run.results.rows.iter())
-            .find(|row| row.cell == pick.cell && row.client == pick.client && row.concurrency == 1)
+            .find(|row| row.cell == pick.cell && row.client == pick.client)
             .map_or(Lookup::Missing, Lookup::Found)
     }
 
@@ -280,9 +280,16 @@ impl Runs<'_> {
         } else {
             ("", "")
         };
+        // A table with many callers says how each client served them, and at what memory.
+        let many = picks.iter().any(|p| p.cell.contains("/c"));
+        let (many_head, many_align) = if many {
+            ("model (connections) | memory/caller | ", "---|--:|")
+        } else {
+            ("", "")
+        };
         let mut out = format!(
-            "| {run_head}client | cell | ops/s | {RATIO_HEAD} | {COST_HEAD} |\n\
-             |{run_align}---|---|--:|--:|{COST_ALIGN}|\n"
+            "| {run_head}client | cell | {many_head}ops/s | {RATIO_HEAD} | {COST_HEAD} |\n\
+             |{run_align}---|---|{many_align}--:|--:|{COST_ALIGN}|\n"
         );
         let mut notes = Vec::new();
         for (pick, lookup) in picks.iter().zip(&found) {
@@ -296,9 +303,19 @@ impl Runs<'_> {
                 let _ = write!(out, "{} | ", format::markdown(&run));
             }
             let ratio = lookup.ops().zip(first).map(|(ops, first)| ops / first);
+            let model = match lookup.row().filter(|_| many) {
+                Some(row) => format!(
+                    "{} ({}) | {} | ",
+                    row.model,
+                    row.connections,
+                    format::opt(row.memory_per_caller_bytes, format::bytes)
+                ),
+                None if many => "– | – | ".to_string(),
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{} | {} | {} | {} | {} |",
+                "{} | {} | {model}{} | {} | {} |",
                 md_code(&pick.client),
                 md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
                 lookup.ops_cell(Some(&mut notes)),
@@ -525,7 +542,8 @@ pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
 }
 
 /// The headline block of the top-level README: Redis over TCP, GET 3 B and the deepest
-/// pipelined SET of the run, for the best hand-written client, every library, and the baselines.
+/// pipelined SET of the run, then GET 3 B with the most callers in flight, for the best
+/// hand-written client, every library, and the baselines.
 pub fn headline_markdown(runs: &Runs) -> String {
     let results = runs.main.results;
     let noise = results.noise().map(|n| n.median_spread);
@@ -534,16 +552,32 @@ pub fn headline_markdown(runs: &Runs) -> String {
         .filter(|r| r.op == Op::PipelineSet)
         .map(|r| r.pipeline)
         .max();
-    // Without a pipelined SET in the run, its column is empty: every row says so.
-    let columns = [(Op::Get, 1), (Op::PipelineSet, depth.unwrap_or(0))].map(|(op, depth)| {
+    let callers = (results.rows.iter().filter(redis_tcp))
+        .filter(|r| r.op == Op::Get)
+        .map(|r| r.concurrency)
+        .max()
+        .filter(|&c| c > 1);
+    // Without a pipelined SET (or a concurrency cell) in the run, its column is empty: every row
+    // says so.
+    let columns = [
+        (Op::Get, 1, 1),
+        (Op::PipelineSet, depth.unwrap_or(0), 1),
+        (Op::Get, 1, callers.unwrap_or(0)),
+    ]
+    .map(|(op, depth, callers)| {
         let rows = (results.rows.iter().filter(redis_tcp))
             .filter(|r| r.op == op && r.value_size == 3 && r.pipeline == depth)
-            .filter(|r| r.concurrency == 1);
+            .filter(|r| r.concurrency == callers);
         Cell::new(rows.collect(), noise)
     });
+    let callers = callers.map_or("C".to_string(), |c| c.to_string());
     let mut out = format!(
-        "Redis over TCP, one connection, in {}.\n\n| client | GET 3 B, ops/s | × redis-benchmark \
-         | pipelined SET, depth {}, ops/s | × redis-benchmark |\n|---|--:|--:|--:|--:|\n",
+        "Redis over TCP, in {}: one caller on one connection for GET and the pipeline; {callers} \
+         callers in flight in the last column, served the way each client serves many callers (a \
+         thread and connection each, one multiplexed connection, or a pool: see each row's model \
+         in the report).\n\n| client | GET 3 B, ops/s | × redis-benchmark | pipelined SET, depth \
+         {}, ops/s | × redis-benchmark | GET 3 B, {callers} callers, ops/s | × redis-benchmark \
+         |\n|---|--:|--:|--:|--:|--:|--:|\n",
         runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
