@@ -438,6 +438,7 @@ impl KitCase {
                 kvbench_core::Concurrency::Multiplexed(_)
             ),
             reference: Reference::connect(backend, &endpoint)?,
+            known_defects: self.spec.known_defects,
             endpoint,
             namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),
             written: Vec::new(),

@@ -33,7 +33,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fake::{Answer, Behaviour, Dialect, FakeServer, Report, binary_response};
-use kvbench_core::{Backend, ClientSpec, Error, Kind, Options, Transport};
+use kvbench_core::{Backend, ClientSpec, Error, Kind, KnownDefect, Options, Transport};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[global_allocator]
@@ -340,11 +340,23 @@ fn cases_for(spec: &ClientSpec) -> Vec<Case> {
     }
 }
 
+/// The spec's known defects met by a hostile-server case; the others name a many-callers case
+/// of the conformance kit, which checks them.
+fn hostile_defects(spec: &ClientSpec) -> impl Iterator<Item = &'static KnownDefect> {
+    (spec.known_defects.iter()).filter(|defect| !is_shared_case(defect.input))
+}
+
+fn is_shared_case(name: &str) -> bool {
+    kvbench_conformance::SHARED_BEHAVIOURS
+        .iter()
+        .any(|behaviour| behaviour.name == name)
+}
+
 /// True if the spec declares an outcome (ordinary or a known defect) and every one it declares
 /// is for one of `cases`.
 fn declares(spec: &ClientSpec, cases: &[Case]) -> bool {
     let mut inputs = (spec.hostile_outcomes.iter().map(|ordinary| ordinary.input))
-        .chain(spec.known_defects.iter().map(|defect| defect.input))
+        .chain(hostile_defects(spec).map(|defect| defect.input))
         .peekable();
     inputs.peek().is_some() && inputs.all(|input| cases.iter().any(|case| case.name == input))
 }
@@ -546,10 +558,7 @@ fn run_with_deadline(
 /// The outcome a library's first call must have on a case: its known defect for that case, or
 /// its ordinary outcome — exactly one of them.
 fn expected_library_outcome(spec: &ClientSpec, case: &str) -> Result<&'static str, String> {
-    let defect = spec
-        .known_defects
-        .iter()
-        .find(|defect| defect.input == case);
+    let defect = hostile_defects(spec).find(|defect| defect.input == case);
     let ordinary = spec
         .hostile_outcomes
         .iter()
@@ -621,7 +630,9 @@ fn check_known_defects() -> Result<(), Failed> {
         }
         for defect in spec.known_defects {
             listed += 1;
-            if !cases.iter().any(|case| case.name == defect.input) {
+            let shared =
+                spec.concurrency.connect_shared().is_some() && is_shared_case(defect.input);
+            if !shared && !cases.iter().any(|case| case.name == defect.input) {
                 problems.push(format!(
                     "{}: no hostile case {:?} for this client",
                     spec.name, defect.input

@@ -134,3 +134,62 @@ fn silent_server_times_out_instead_of_hanging() {
     // connection of the pool.
     kvbench_servers::silent::connecting_times_out(&[SPEC, SPEC_POOL]);
 }
+
+/// fred 10.1 without a reconnect policy does not notice that the server closed an idle
+/// connection: the client still says it is connected, and every later command waits out the
+/// command timeout instead of failing with an I/O error. The single client and the pool alike;
+/// the conformance kit's `server_close` meets it with the pool (the crate's known defect). If
+/// this changes, update the defect.
+#[test]
+fn a_closed_idle_connection_fails_later_commands_only_by_their_timeout() {
+    use fred::interfaces::ClientLike;
+    let (_servers, endpoint) = script::private_endpoint(Backend::Redis, Transport::Tcp);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let timeout = Duration::from_millis(300);
+        let options = Options::with_timeout(timeout);
+        let pool = <AsyncFred<fred::clients::Pool>>::open(&endpoint, &options, POOL_CONNECTIONS)
+            .await
+            .unwrap();
+        let single = <AsyncFred>::connect(&endpoint, &options).await.unwrap();
+        let closer = <AsyncFred>::connect(&endpoint, &options).await.unwrap();
+        pool.set(b"k", b"v").await.unwrap();
+        single.set(b"k", b"v").await.unwrap();
+        let closed: i64 = (closer.client())
+            .custom(
+                fred::cmd!("CLIENT"),
+                vec!["KILL", "TYPE", "normal", "SKIPME", "yes"],
+            )
+            .await
+            .unwrap();
+        assert_eq!(closed, POOL_CONNECTIONS as i64 + 1, "connections closed");
+        // Time enough for the runtime to run fred's reader tasks.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        for (name, client) in [
+            ("pool", &pool.client().clients()[0]),
+            ("single", single.client()),
+        ] {
+            assert!(client.is_connected(), "{name}: fred says connected");
+        }
+        for name in ["pool", "single"] {
+            for _ in 0..2 {
+                let started = std::time::Instant::now();
+                let got = match name {
+                    "pool" => pool.get(b"k").await,
+                    _ => single.get(b"k").await,
+                };
+                assert!(
+                    matches!(got, Err(kvbench_core::Error::Timeout(_))),
+                    "{name}: GET after the close gave {got:?}"
+                );
+                assert!(
+                    started.elapsed() >= timeout,
+                    "{name}: only after the timeout"
+                );
+            }
+        }
+    });
+}

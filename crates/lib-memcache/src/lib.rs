@@ -16,11 +16,18 @@
 //!   trip per operation. The price: a broken connection is no longer detected and replaced by
 //!   the pool; the caller must reconnect after an I/O error (which the contract asks anyway).
 //!
-//! Many callers share one `memcache::Client` (`Concurrency::Pool`): the same configuration with
-//! the pool sized to [`POOL_CONNECTIONS`], built by hand as the no-check pools are, with the
-//! spec's checkout test on or off, and handed to `Client::with_pool`. Each caller's handle
-//! shares the client; each call checks a connection out of the pool for itself, so a reply is
-//! read by the caller that sent its request. A single caller keeps its one-connection pool.
+//! Many callers share one `memcache::Client` (`Concurrency::Pool`) only in the two checking
+//! configurations: the same configuration with the pool sized to [`POOL_CONNECTIONS`], built by
+//! hand with the checkout test on, and handed to `Client::with_pool`. Each caller's handle shares
+//! the client; each call checks a connection out of the pool for itself. A single caller keeps
+//! its one-connection pool. The no-check configurations give each caller a client of its own
+//! (`Concurrency::Threads`), because a shared no-check pool hands out a connection whose stream
+//! is out of step: memcache 0.21's `ConnectionManager::has_broken` always answers "not broken",
+//! so a connection whose read timed out goes back into the pool with the late reply still on its
+//! way, and the next caller to check it out reads that reply as its own (a GET of one key
+//! returned another caller's value in the conformance kit; `tests/memcache.rs` shows it with a
+//! paused server). The checkout test is what saves the checking pools: `version` reads the stale
+//! reply instead of a version, fails, and r2d2 opens a new connection.
 //!
 //! What a user pays for, beyond the bytes on the wire:
 //!
@@ -59,9 +66,9 @@ use std::io;
 use std::sync::Arc;
 
 use kvbench_core::{
-    Backend, BoxFuture, Client, ClientSpec, Concurrency, ConnectFn, ConnectSharedFn, Endpoint,
-    Error, Handle, HostileOutcome, Kind, KnownDefect, Limitation, Options, Pipelining, Result,
-    SharedClient, Transport,
+    Backend, BoxFuture, Client, ClientSpec, Concurrency, ConnectFn, Endpoint, Error, Handle,
+    HostileOutcome, Kind, KnownDefect, Limitation, Options, Pipelining, Result, SharedClient,
+    Transport,
 };
 use memcache::{ClientError, MemcacheError, ServerError};
 
@@ -172,25 +179,21 @@ pub const SPEC_BINARY: ClientSpec = spec(
     NO_PIPELINE_CHECKED,
     (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Tested),
-    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Binary, Checkout::Tested),
+    Concurrency::Pool {
+        connections: POOL_CONNECTIONS,
+        connect: |endpoint, options, size| pooled(endpoint, options, size, Protocol::Binary),
+    },
 );
 
 /// Binary protocol, pool without the checkout test.
 pub const SPEC_BINARY_NO_CHECK: ClientSpec = spec(
     "memcache/no-check",
-    "memcache 0.21 binary protocol, r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
+    "memcache 0.21 binary protocol, r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options; many callers get a client each (a shared no-check pool reuses a timed-out connection)",
     NO_PIPELINE,
     (BINARY_DEFECTS, BINARY_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Binary, Checkout::Untested),
-    |endpoint, options, size| {
-        pooled(
-            endpoint,
-            options,
-            size,
-            Protocol::Binary,
-            Checkout::Untested,
-        )
-    },
+    // Not shared: see the crate docs on why a no-check pool must not be.
+    Concurrency::Threads,
 );
 
 /// Text protocol, default pool.
@@ -200,17 +203,20 @@ pub const SPEC_ASCII: ClientSpec = spec(
     NO_PIPELINE_CHECKED,
     (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Tested),
-    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Ascii, Checkout::Tested),
+    Concurrency::Pool {
+        connections: POOL_CONNECTIONS,
+        connect: |endpoint, options, size| pooled(endpoint, options, size, Protocol::Ascii),
+    },
 );
 
 /// Text protocol, pool without the checkout test.
 pub const SPEC_ASCII_NO_CHECK: ClientSpec = spec(
     "memcache/ascii/no-check",
-    "memcache 0.21 text protocol (?protocol=ascii), r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options",
+    "memcache 0.21 text protocol (?protocol=ascii), r2d2 pool built with test_on_check_out(false) + Client::with_pool, timeouts from Options; many callers get a client each (a shared no-check pool reuses a timed-out connection)",
     NO_PIPELINE,
     (ASCII_DEFECTS, ASCII_OUTCOMES),
     |endpoint, options| connect_boxed(endpoint, options, Protocol::Ascii, Checkout::Untested),
-    |endpoint, options, size| pooled(endpoint, options, size, Protocol::Ascii, Checkout::Untested),
+    Concurrency::Threads,
 );
 
 const fn spec(
@@ -219,7 +225,7 @@ const fn spec(
     pipelining: Pipelining,
     (known_defects, hostile_outcomes): (&'static [KnownDefect], &'static [HostileOutcome]),
     connect: ConnectFn,
-    connect_pool: ConnectSharedFn,
+    concurrency: Concurrency,
 ) -> ClientSpec {
     ClientSpec {
         name,
@@ -235,10 +241,7 @@ const fn spec(
         loopback_floor: false,
         connect,
         connect_async: None,
-        concurrency: Concurrency::Pool {
-            connections: POOL_CONNECTIONS,
-            connect: connect_pool,
-        },
+        concurrency,
     }
 }
 
@@ -420,17 +423,16 @@ impl SharedClient for Memcache {
     }
 }
 
-/// The shared client of [`Concurrency::Pool`]: a pool of `size` connections.
+/// The shared client of [`Concurrency::Pool`]: a checking pool of `size` connections.
 fn pooled<'a>(
     endpoint: &'a Endpoint,
     options: &'a Options,
     size: usize,
     protocol: Protocol,
-    checkout: Checkout,
 ) -> BoxFuture<'a, Box<dyn SharedClient>> {
     // Blocking: the pool is opened when the future is first polled, and the future is ready then.
     Box::pin(async move {
-        let shared = Memcache::connect_pool(endpoint, options, protocol, checkout, size)?;
+        let shared = Memcache::connect_pool(endpoint, options, protocol, Checkout::Tested, size)?;
         Ok(Box::new(shared) as Box<dyn SharedClient>)
     })
 }
