@@ -10,15 +10,15 @@
 //! # How it works
 //!
 //! 1. **A caller queues** its command (`Multiplexed::send`): under one lock it encodes it
-//!    straight into the shared write buffer and pushes its reply slot (the sending half of a
-//!    oneshot), so the slots are in the order of the bytes.
-//! 2. **The writer** (`write_batches`) wakes, takes the whole write buffer, swapping in an empty
-//!    one, and writes it. No timer and no batch size: a batch is whatever was queued while the
-//!    previous `write` went on, one command when one caller is busy, hundreds under hundreds of
-//!    callers.
-//! 3. **The reader** (`read_replies`), while any slot waits, decodes the next reply with the
-//!    [`Protocol`]'s sans-I/O codec and completes the oldest slot. [`Resp`] (the `kvbench-resp`
-//!    codec) and memcached's [`Text`] (`kvbench-memcached-reply`) share everything else.
+//!    straight into the shared write buffer and pushes its reply slot (its command and the
+//!    sending half of a oneshot), so the slots are in the order of the bytes.
+//! 2. **The writer** (`write_batches`) wakes, swaps the write buffer for an empty one and writes
+//!    what it took. No timer and no batch size: a batch is whatever was queued while the previous
+//!    `write` went on, one command when one caller is busy, hundreds under hundreds of callers.
+//! 3. **The reader** (`read_replies`), while any slot waits, decodes the next reply as the answer
+//!    to the oldest slot's command and completes that slot. The decoding is the [`Protocol`]'s,
+//!    sans-I/O: [`Resp`] (the `kvbench-resp` codec) or memcached's [`Text`]
+//!    (`kvbench-memcached-reply`); everything else is the same for both.
 //!
 //! # Why matching by order is enough
 //!
@@ -27,9 +27,8 @@
 //! the n-th command written: the oldest slot is the one, with no request ids. Anything with zero
 //! or several replies per command would break that: memcached's `noreply`, the binary protocol's
 //! quiet commands (`getq`, `setq`), Redis's pub/sub, `MONITOR`, `CLIENT REPLY OFF|SKIP` and RESP3
-//! pushes. This client sends none of them, and the reader checks each reply's kind against its
-//! [`Command`]: a status where a GET expects a value means the order is lost, and the connection
-//! fails.
+//! pushes. This client sends none of them, and a reply must be of a kind its [`Command`] can get:
+//! a status where a GET expects a value means the order is lost, and the connection fails.
 //!
 //! # Cancellation
 //!
@@ -268,7 +267,7 @@ impl<P: Protocol> Multiplexed<P> {
         match timeout(limit, receiver).await {
             Ok(Ok(Ok(Answer::Error(message)))) => Err(Error::Server(message)),
             Ok(Ok(answer)) => answer,
-            // Dropped unanswered: the reader and `fail` never do that, but a panic could.
+            // The slot dropped unanswered: never, as the reader and `fail` answer each they take.
             Ok(Err(_)) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
             Err(_) => Err(self
                 .shared

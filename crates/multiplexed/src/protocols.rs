@@ -23,7 +23,7 @@ pub enum Command {
 }
 
 /// A reply, in the contract's terms, whichever protocol it came in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Answer {
     /// A GET's value (`None`: a miss), and the key a memcached `VALUE` line names (RESP names
     /// none), for the caller to check against its own.
