@@ -44,8 +44,9 @@ pub trait Protocol: Clone + 'static {
     fn encode(write_buf: &mut Vec<u8>, command: Command, key: &[u8], value: &[u8]) -> Result<()>;
 
     /// Decodes the reply to `command` at the start of `read_buf`: `Some((answer, length))`, or
-    /// `None` while it is incomplete. A reply that cannot answer `command` (a status where a GET
-    /// expects a value) is an error: the replies and the commands no longer line up.
+    /// `None` while it is incomplete. Bytes that are no reply to `command` (malformed, or of
+    /// another kind: a status where a GET expects a value) are an error: the stream is out of
+    /// step.
     fn decode(read_buf: &[u8], command: Command) -> Result<Option<(Answer, usize)>>;
 }
 
@@ -79,9 +80,7 @@ impl Protocol for Resp {
             return Ok(None);
         };
         let answer = match (command, reply) {
-            (_, RespReply::Error(message)) => {
-                Answer::Error(String::from_utf8_lossy(&message).into())
-            }
+            (_, RespReply::Error(error)) => Answer::Error(String::from_utf8_lossy(&error).into()),
             (Command::Get, RespReply::Bulk(value)) => Answer::Value(value, None),
             (Command::Set(_), RespReply::Simple(_)) => Answer::Stored,
             (Command::Delete, RespReply::Integer(removed)) => Answer::Deleted(removed > 0),
