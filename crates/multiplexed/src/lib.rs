@@ -78,8 +78,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    AsyncClient, Backend, Broken, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error,
-    Handle, Kind, Options, Pipelining, Result, SharedClient, Transport, connect_shared_boxed,
+    AsyncClient, Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, ConnectShared,
+    Endpoint, Error, Handle, Kind, Options, Pipelining, Result, SharedClient, Transport,
+    connect_shared_boxed,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -103,7 +104,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     backend: Backend::Redis,
     summary: "hand-written multiplexer: one connection for every caller, a writer task sending \
               all that is queued in one write, a reader task answering callers in order",
-    connect: connect_blocking::<Resp>,
+    connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
     connect_async: Some(connect_async_resp),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),
     ..SPEC_MEMCACHED
@@ -125,7 +126,7 @@ pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
     known_defects: &[],
     hostile_outcomes: &[],
     loopback_floor: false,
-    connect: connect_blocking::<Text>,
+    connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
     connect_async: Some(connect_async_text),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
 };
@@ -354,7 +355,7 @@ async fn write_batches(
         if batch.is_empty() {
             continue; // Woken for commands an earlier batch took, or after a failure.
         }
-        // Replies can arrive before the write returns: the reader reads for every slot queued.
+        // The reader starts now: replies can arrive before the write returns.
         shared.wake_reader.notify_one();
         let written = timeout(limit, stream.write_all(&batch)).await;
         written.map_err(|_| Error::Timeout(format!("a write incomplete after {limit:?}")))??;
@@ -426,22 +427,18 @@ where
     }
 }
 
-/// One caller behind the blocking [`Client`] contract: a [`Multiplexed`] connection on a
-/// current-thread runtime of its own, blocked on for each call (the reader and the writer run
-/// while a call waits).
-struct Blocking<P> {
-    inner: Multiplexed<P>,
+/// One caller behind the blocking [`Client`] contract: the async face on a current-thread
+/// runtime of its own, blocked on for each call (the reader and the writer run while a call
+/// waits).
+struct Blocking {
+    inner: Box<dyn AsyncClient>,
     runtime: kvbench_block_on::Runtime,
 }
 
-kvbench_core::impl_client_by_blocking_on!(Blocking<Resp>);
-kvbench_core::impl_client_by_blocking_on!(Blocking<Text>);
+kvbench_core::impl_client_by_blocking_on!(Blocking);
 
-fn connect_blocking<P: Protocol>(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>>
-where
-    Blocking<P>: Client,
-{
-    let connect = Multiplexed::connect(endpoint, options);
+/// The specs' blocking `connect`: `connect`, the async face's, run on the runtime it will keep.
+fn connect_blocking(connect: BoxFuture<'_, Box<dyn AsyncClient>>) -> Result<Box<dyn Client>> {
     let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
     Ok(Box::new(Blocking { inner, runtime }))
 }
