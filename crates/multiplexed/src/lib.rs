@@ -9,75 +9,62 @@
 //!
 //! # How it works
 //!
-//! 1. **A caller queues** its command: under one lock it encodes it straight into the shared write
-//!    buffer and pushes its reply slot (the sending half of a oneshot) onto the queue, so that the
-//!    slots are in the order of the bytes (`Multiplexed::send`).
-//! 2. **The writer** wakes, takes the whole write buffer (swapping in an empty one) and moves the
-//!    queued slots to the in-flight queue, under the same lock, then writes the batch. There is no
-//!    timer and no batch size to tune: a batch is whatever was queued while the previous `write`
-//!    went on, one command when one caller is busy, hundreds under hundreds of callers.
-//! 3. **The reader** waits until a command is in flight, decodes the next reply with the
-//!    protocol's sans-I/O codec and completes the oldest slot.
-//!
-//! The protocol is a type parameter, a [`Protocol`]: encode a command, decode one reply. Redis
-//! ([`Resp`], the `kvbench-resp` codec) and memcached's text protocol ([`Text`],
-//! `kvbench-memcached-reply`) run through the same queue and tasks.
+//! 1. **A caller queues** its command (`Multiplexed::send`): under one lock it encodes it
+//!    straight into the shared write buffer and pushes its reply slot (its command and the
+//!    sending half of a oneshot), so the slots are in the order of the bytes.
+//! 2. **The writer** (`write_batches`) wakes, swaps the write buffer for an empty one and writes
+//!    what it took. No timer and no batch size: a batch is whatever was queued while the previous
+//!    `write` went on, one command when one caller is busy, hundreds under hundreds of callers.
+//! 3. **The reader** (`read_replies`), while any slot waits, decodes the next reply as the answer
+//!    to the oldest slot's command and completes that slot. The decoding is the [`Protocol`]'s,
+//!    sans-I/O: [`Resp`] (the `kvbench-resp` codec) or memcached's [`Text`]
+//!    (`kvbench-memcached-reply`); everything else is the same for both.
 //!
 //! # Why matching by order is enough
 //!
 //! Redis and memcached both execute a connection's commands one at a time, in the order they
 //! arrive, and every command this client sends gets exactly one reply. So the n-th reply answers
-//! the n-th command written, and the reader needs no request ids: the oldest slot in flight is
-//! the one. Anything with zero or several replies per command would break that: memcached's
-//! `noreply` (silent on success, and on some failures) and the binary protocol's quiet commands
-//! (`getq`, `setq`); Redis's pub/sub (a subscribed connection receives messages it never asked
-//! for), `MONITOR`, `CLIENT REPLY OFF|SKIP` and RESP3 push messages. This client sends none of
-//! them, and the reader checks each reply's kind against its command (`Expects`): a status
-//! where a GET expects a value means the order is lost, and the connection fails.
+//! the n-th command written: the oldest slot is the one, with no request ids. Anything with zero
+//! or several replies per command would break that: memcached's `noreply`, the binary protocol's
+//! quiet commands (`getq`, `setq`), Redis's pub/sub, `MONITOR`, `CLIENT REPLY OFF|SKIP` and RESP3
+//! pushes. This client sends none of them, and a reply must be of a kind its [`Command`] can get:
+//! a status where a GET expects a value means the order is lost, and the connection fails.
 //!
 //! # Cancellation
 //!
-//! A caller that stops waiting — its future dropped, or a timeout of its own around the call —
-//! only drops its receiver. Its slot stays in the queue, so its reply is still read and then
-//! thrown away, and the next reply goes to the next caller. Its command, once queued, is sent
-//! anyway: it is already part of a byte stream that cannot be taken back.
+//! A caller that stops waiting (its future dropped, or a timeout of its own around the call) only
+//! drops its receiver. Its slot stays queued, so its reply is still read and then thrown away,
+//! and the next reply goes to the next caller. Its command, once queued, is sent anyway: it is
+//! part of a byte stream that cannot be taken back.
 //!
-//! # Failures
+//! # Failures and timeouts
 //!
-//! An error reply (`-WRONGTYPE`, `SERVER_ERROR`) goes to the caller whose command caused it;
-//! the others carry on. An error that may leave the stream out of step — the server closing, a
-//! malformed reply, a reply of the wrong kind, a write that fails, a timeout — fails the
-//! connection (`Shared::fail`): every caller queued or in flight gets that error at once, and
-//! every later call fails with [`Broken`]'s error without touching the socket. There is no
-//! reconnect.
+//! An error reply (`-WRONGTYPE`, `SERVER_ERROR`) goes to the caller whose command caused it; the
+//! others carry on. An error that may leave the stream out of step — the server closing, a
+//! malformed reply, a reply of the wrong kind, a failed write, a timeout — fails the connection
+//! (`Shared::fail`): every caller waiting gets that error at once, and every later call fails
+//! without touching the socket. There is no reconnect.
 //!
-//! # Timeouts
+//! A call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
+//! later reply fails the connection, as a read timeout does in every hand-written client:
+//! replies come in order, so every caller behind the late one is stuck too. Each batch's `write`
+//! gets at most [`Options::write_timeout`]. The connection is opened as every hand-written client
+//! opens it (`kvbench-core`'s blocking connect within [`Options::connect_timeout`], `TCP_NODELAY`
+//! on); its socket's own timeouts are set as theirs are, but a non-blocking socket never waits on
+//! them: the timers above do the bounding.
 //!
-//! A call waits for its reply at most [`Options::read_timeout`] from the moment it is queued. A
-//! reply that late fails the connection, as a read timeout does in every hand-written client:
-//! replies come in order, so every caller behind the late one is stuck too, and failing them
-//! all now beats letting each wait out a timer of its own. [`Options::write_timeout`] bounds
-//! each batch's `write`. The connection is opened the way every hand-written client opens it
-//! (the blocking connect of `kvbench-core`, within [`Options::connect_timeout`], `TCP_NODELAY`
-//! on), once, before any caller; the socket's own read and write timeouts are set as theirs
-//! are, but a non-blocking socket never waits on them: the timers above do the bounding.
+//! # Cost model and faces
 //!
-//! # Cost model
+//! Per call: a oneshot (one allocation), a lock, a wake-up of the writer, a timer, the hop
+//! through the reader; a GET hit allocates its value (memcached: its echoed key too). Per batch:
+//! one `write`; per `read`: as many replies as have arrived. `set_many` goes through the same
+//! queue with at most [`SET_MANY_WINDOW`] commands ([`SET_MANY_WINDOW_BYTES`]) awaiting replies,
+//! so its memory does not grow with the batch.
 //!
-//! Per call: a oneshot (one allocation), a lock to queue, a wake-up of the writer, a timer, and
-//! the hop through the reader; a GET hit allocates its value (memcached: its echoed key too).
-//! Per batch: one `write`; per `read`: as many replies as have arrived. So one caller pays about
-//! what `raw-tcp` pays plus the task hops, and C callers share the system calls. `set_many`
-//! goes through the same queue, keeping at most [`SET_MANY_WINDOW`] commands (or
-//! [`SET_MANY_WINDOW_BYTES`]) waiting for replies, so its memory does not grow with the batch.
-//!
-//! # Faces
-//!
-//! [`Multiplexed`] is the handle: clone it for each caller (the specs' `connect_shared` hands out
-//! clones as [`Handle::Async`]). Its methods are the contract's, natively async, on the tokio
-//! runtime it was connected on (a current-thread one is enough; the futures need not be
-//! `Send`). [`Blocking`] is one caller behind the blocking [`Client`] contract, on a runtime of
-//! its own.
+//! [`Multiplexed`] is the handle, natively async on the tokio runtime it was connected on (a
+//! current-thread one is enough): each caller gets a clone, as from the specs' `connect_shared`.
+//! The specs' blocking `connect` puts one on a current-thread runtime of its own and blocks on it
+//! for each call, as `lib-redis` drives redis-rs's multiplexer.
 #![deny(missing_docs)]
 
 mod protocols;
@@ -91,14 +78,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, Endpoint, Error, Handle, Kind,
-    Options, Pipelining, Result, SharedClient, Transport,
+    AsyncClient, Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, ConnectShared,
+    Endpoint, Error, Handle, Kind, Options, Pipelining, Result, SharedClient, Transport,
+    connect_shared_boxed,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Notify, oneshot};
-use tokio::task::AbortHandle;
-
-use crate::protocols::Expects;
+use tokio::task::JoinSet;
+use tokio::time::timeout;
 
 /// Room made for each `read`; the read buffer grows beyond it only for a larger reply.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -116,9 +104,9 @@ pub const SPEC: ClientSpec = ClientSpec {
     backend: Backend::Redis,
     summary: "hand-written multiplexer: one connection for every caller, a writer task sending \
               all that is queued in one write, a reader task answering callers in order",
-    connect: connect_blocking::<Resp>,
+    connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
     connect_async: Some(connect_async_resp),
-    concurrency: Concurrency::Multiplexed(connect_shared::<Resp>),
+    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),
     ..SPEC_MEMCACHED
 };
 
@@ -138,26 +126,22 @@ pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
     known_defects: &[],
     hostile_outcomes: &[],
     loopback_floor: false,
-    connect: connect_blocking::<Text>,
+    connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
     connect_async: Some(connect_async_text),
-    concurrency: Concurrency::Multiplexed(connect_shared::<Text>),
+    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
 };
 
-/// Where a reply goes: the caller's oneshot, and the kind of reply its command must get.
-struct Slot {
-    expects: Expects,
-    reply: oneshot::Sender<Result<Answer>>,
-}
+/// Where a caller's reply arrives.
+type Receiver = oneshot::Receiver<Result<Answer>>;
 
 /// What callers, writer and reader share, behind one lock.
 #[derive(Default)]
 struct Queue {
     /// Commands queued and not yet taken by the writer, back to back.
     write_buf: Vec<u8>,
-    /// Their reply slots, in the same order.
-    queued: VecDeque<Slot>,
-    /// Slots of the commands the writer has taken, oldest first: the order of their replies.
-    in_flight: VecDeque<Slot>,
+    /// A slot for each command queued or in flight (the command, for the reply it must get,
+    /// and its caller's oneshot), in the order of the bytes: the order of the replies.
+    slots: VecDeque<(Command, oneshot::Sender<Result<Answer>>)>,
     /// Set by the first error that leaves the stream out of step.
     broken: Broken,
 }
@@ -168,7 +152,7 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Commands are queued.
     wake_writer: Notify,
-    /// Commands are in flight.
+    /// Commands are being written.
     wake_reader: Notify,
 }
 
@@ -178,16 +162,15 @@ impl Shared {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Fails the connection (the first failure is the one kept): every caller queued or in
-    /// flight gets `error` now, every later call fails at once, and nothing more is written.
+    /// Fails the connection (the first failure is the one kept): every caller waiting gets
+    /// `error` now, every later call fails at once, and nothing more is written.
     // ANCHOR: mux_fail
     fn fail(&self, error: Error) -> Error {
         let mut queue = self.lock();
         let _ = queue.broken.note::<()>(Err(copy(&error)));
         queue.write_buf.clear();
-        let queue = &mut *queue;
-        for slot in queue.in_flight.drain(..).chain(queue.queued.drain(..)) {
-            let _ = slot.reply.send(Err(copy(&error)));
+        for (_, reply) in queue.slots.drain(..) {
+            let _ = reply.send(Err(copy(&error)));
         }
         error
     }
@@ -211,64 +194,52 @@ fn copy(error: &Error) -> Error {
 #[derive(Clone)]
 pub struct Multiplexed<P> {
     shared: Arc<Shared>,
-    /// Stops the writer and the reader when the last clone is dropped.
-    _tasks: Arc<Tasks>,
+    /// The writer and the reader, aborted when the last clone is dropped.
+    _tasks: Arc<JoinSet<()>>,
     read_timeout: Duration,
     protocol: PhantomData<fn() -> P>,
-}
-
-struct Tasks([AbortHandle; 2]);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        self.0.iter().for_each(AbortHandle::abort);
-    }
 }
 
 impl<P: Protocol> Multiplexed<P> {
     /// Connects over TCP or a Unix socket and starts the writer and reader tasks; must be
     /// awaited on the tokio runtime the callers will run on.
     pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<Self> {
-        let fail = |source| Error::Connect {
-            endpoint: endpoint.to_string(),
-            source,
-        };
+        let fail = |source| Error::Io(source).while_connecting(endpoint);
         Ok(match endpoint {
             Endpoint::Tcp(addr) => {
                 let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
                 stream.set_nonblocking(true).map_err(fail)?;
-                let stream = tokio::net::TcpStream::from_std(stream).map_err(fail)?;
-                let (read_half, write_half) = stream.into_split();
+                let (read_half, write_half) =
+                    TcpStream::from_std(stream).map_err(fail)?.into_split();
                 Self::over(read_half, write_half, options)
             }
             Endpoint::Unix(path) => {
                 let stream = kvbench_core::connect_unix_stream(path, options)?;
                 stream.set_nonblocking(true).map_err(fail)?;
-                let stream = tokio::net::UnixStream::from_std(stream).map_err(fail)?;
-                let (read_half, write_half) = stream.into_split();
+                let (read_half, write_half) =
+                    UnixStream::from_std(stream).map_err(fail)?.into_split();
                 Self::over(read_half, write_half, options)
             }
         })
     }
 
-    /// Starts the writer and reader tasks over the two halves of a connected stream (what
-    /// [`connect`](Self::connect) does with a socket; a test can hand in a counted stream), with
-    /// the options' read and write timeouts. Must be called on a tokio runtime.
+    /// Starts the writer and reader tasks over the two halves of a connected stream (a test can
+    /// hand in a counted stream), with the options' read and write timeouts. Must be called on a
+    /// tokio runtime.
     pub fn over(
         read_half: impl AsyncRead + Unpin + Send + 'static,
         write_half: impl AsyncWrite + Unpin + Send + 'static,
         options: &Options,
     ) -> Self {
         let shared = Arc::new(Shared::default());
+        let mut tasks = JoinSet::new();
         let reader = read_replies::<P>(Arc::clone(&shared), read_half);
+        tasks.spawn(fail_on_error(Arc::clone(&shared), reader));
         let writer = write_batches(Arc::clone(&shared), write_half, options.write_timeout);
-        let tasks = [
-            tokio::spawn(fail_on_error(Arc::clone(&shared), reader)).abort_handle(),
-            tokio::spawn(fail_on_error(Arc::clone(&shared), writer)).abort_handle(),
-        ];
+        tasks.spawn(fail_on_error(Arc::clone(&shared), writer));
         Multiplexed {
             shared,
-            _tasks: Arc::new(Tasks(tasks)),
+            _tasks: Arc::new(tasks),
             read_timeout: options.read_timeout,
             protocol: PhantomData,
         }
@@ -277,88 +248,62 @@ impl<P: Protocol> Multiplexed<P> {
     /// Queues one command and returns the receiver its reply will arrive on. The bytes and the
     /// slot go in under one lock, so the slots are in the order of the bytes.
     // ANCHOR: mux_send
-    fn send(&self, command: Command) -> Result<oneshot::Receiver<Result<Answer>>> {
+    fn send(&self, command: Command, key: &[u8], value: &[u8]) -> Result<Receiver> {
         let (reply, receiver) = oneshot::channel();
         {
             let mut queue = self.shared.lock();
             queue.broken.check()?;
-            P::encode(&mut queue.write_buf, &command)?;
-            let expects = command.expects();
-            queue.queued.push_back(Slot { expects, reply });
+            P::encode(&mut queue.write_buf, command, key, value)?;
+            queue.slots.push_back((command, reply));
         }
         self.shared.wake_writer.notify_one();
         Ok(receiver)
     }
     // ANCHOR_END: mux_send
 
-    /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs).
-    async fn receive(&self, receiver: oneshot::Receiver<Result<Answer>>) -> Result<Answer> {
+    /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs). An
+    /// error reply is this caller's [`Error::Server`].
+    async fn receive(&self, receiver: Receiver) -> Result<Answer> {
         let limit = self.read_timeout;
-        match tokio::time::timeout(limit, receiver).await {
+        match timeout(limit, receiver).await {
+            Ok(Ok(Ok(Answer::Error(message)))) => Err(Error::Server(message)),
             Ok(Ok(answer)) => answer,
-            // Dropped without an answer: only when the runtime the tasks ran on shuts down.
-            Ok(Err(_)) => Err(Error::Io(io::ErrorKind::BrokenPipe.into())),
-            Err(_) => Err(self.shared.fail(Error::Timeout(format!(
-                "no reply within the {limit:?} read timeout"
-            )))),
+            // The slot dropped unanswered: never, as the reader and `fail` answer each they take.
+            Ok(Err(_)) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
+            Err(_) => Err(self
+                .shared
+                .fail(Error::Timeout(format!("no reply within {limit:?}")))),
         }
-    }
-
-    async fn call(&self, command: Command<'_>) -> Result<Answer> {
-        let receiver = self.send(command)?;
-        self.receive(receiver).await
     }
 
     /// `GET key`: `Some(bytes)` on a hit.
     pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(Command::Get(key)).await? {
-            // A memcached VALUE line names its key: another key means the replies are out of step.
-            Answer::Value { data, echoed_key }
-                if echoed_key.as_deref().is_none_or(|echoed| echoed == key) =>
-            {
-                Ok(Some(data))
-            }
-            Answer::Miss => Ok(None),
-            other => Err(self.unexpected(other)),
+        match self.receive(self.send(Command::Get, key, b"")?).await? {
+            // A memcached `VALUE` line names its key: another means the replies are out of step.
+            Answer::Value(value, named) if named.iter().all(|named| named == key) => Ok(value),
+            _ => Err(self
+                .shared
+                .fail(Error::Protocol("a VALUE for another key".into()))),
         }
     }
 
     /// `SET key value`.
     pub async fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let answer = self.call(Command::Set(key, value, None)).await?;
-        self.stored(answer)
+        let receiver = self.send(Command::Set(None), key, value)?;
+        self.receive(receiver).await.map(drop)
     }
 
     /// `SET key value` expiring after `ttl_secs` seconds.
     pub async fn set_ex(&self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let answer = self.call(Command::Set(key, value, Some(ttl_secs))).await?;
-        self.stored(answer)
+        let receiver = self.send(Command::Set(Some(ttl_secs)), key, value)?;
+        self.receive(receiver).await.map(drop)
     }
 
     /// Removes a key; whether it existed.
     pub async fn delete(&self, key: &[u8]) -> Result<bool> {
-        match self.call(Command::Delete(key)).await? {
-            Answer::Deleted(existed) => Ok(existed),
-            other => Err(self.unexpected(other)),
-        }
-    }
-
-    fn stored(&self, answer: Answer) -> Result<()> {
-        match answer {
-            Answer::Stored => Ok(()),
-            other => Err(self.unexpected(other)),
-        }
-    }
-
-    /// An error reply is its caller's [`Error::Server`]; any other reply a command cannot use
-    /// means that replies and commands no longer line up, and fails the connection.
-    fn unexpected(&self, answer: Answer) -> Error {
-        match answer {
-            Answer::Error(message) => Error::Server(message),
-            _ => (self.shared).fail(Error::Protocol(
-                "a reply that answers another command".into(),
-            )),
-        }
+        let answer = self.receive(self.send(Command::Delete, key, b"")?).await?;
+        // `decode` answers a DELETE with nothing else (an error reply is `receive`'s `Err`).
+        Ok(matches!(answer, Answer::Deleted(true)))
     }
 
     /// Every SET queued through the multiplexer, the oldest reply awaited whenever more than
@@ -367,10 +312,9 @@ impl<P: Protocol> Multiplexed<P> {
     /// the commands already queued are carried out.
     // ANCHOR: mux_set_many
     pub async fn set_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut waiting = VecDeque::new();
-        let mut waiting_bytes = 0;
+        let (mut waiting, mut waiting_bytes) = (VecDeque::new(), 0);
         for &(key, value) in items {
-            let receiver = self.send(Command::Set(key, value, None))?;
+            let receiver = self.send(Command::Set(None), key, value)?;
             waiting.push_back((receiver, key.len() + value.len()));
             waiting_bytes += key.len() + value.len();
             while waiting.len() > SET_MANY_WINDOW || waiting_bytes > SET_MANY_WINDOW_BYTES {
@@ -378,11 +322,11 @@ impl<P: Protocol> Multiplexed<P> {
                     break;
                 };
                 waiting_bytes -= len;
-                self.stored(self.receive(receiver).await?)?;
+                self.receive(receiver).await?;
             }
         }
         for (receiver, _) in waiting {
-            self.stored(self.receive(receiver).await?)?;
+            self.receive(receiver).await?;
         }
         Ok(())
     }
@@ -402,36 +346,25 @@ async fn fail_on_error(shared: Arc<Shared>, task: impl Future<Output = Result<()
 async fn write_batches(
     shared: Arc<Shared>,
     mut stream: impl AsyncWrite + Unpin,
-    write_timeout: Duration,
+    limit: Duration,
 ) -> Result<()> {
     let mut batch = Vec::new();
     loop {
         shared.wake_writer.notified().await;
-        {
-            let mut queue = shared.lock();
-            queue.broken.check()?;
-            std::mem::swap(&mut queue.write_buf, &mut batch);
-            let queue = &mut *queue;
-            queue.in_flight.extend(queue.queued.drain(..));
-        }
+        std::mem::swap(&mut shared.lock().write_buf, &mut batch);
         if batch.is_empty() {
-            continue;
+            continue; // Woken for commands an earlier batch took, or after a failure.
         }
-        // Replies can arrive before the write returns: the reader already knows whose they are.
+        // The reader starts now: replies can arrive before the write returns.
         shared.wake_reader.notify_one();
-        match tokio::time::timeout(write_timeout, stream.write_all(&batch)).await {
-            Ok(written) => written?,
-            Err(_) => {
-                let message = format!("a write still incomplete after {write_timeout:?}");
-                return Err(Error::Timeout(message));
-            }
-        }
+        let written = timeout(limit, stream.write_all(&batch)).await;
+        written.map_err(|_| Error::Timeout(format!("a write incomplete after {limit:?}")))??;
         batch.clear();
     }
 }
 // ANCHOR_END: mux_batch
 
-/// The reader task: one reply for each command in flight, oldest first.
+/// The reader task: one reply for each slot, oldest first.
 // ANCHOR: mux_fifo
 async fn read_replies<P: Protocol>(
     shared: Arc<Shared>,
@@ -440,12 +373,15 @@ async fn read_replies<P: Protocol>(
     // Bytes received and not yet decoded: `read_buf[start..]`.
     let (mut read_buf, mut start) = (Vec::new(), 0);
     loop {
-        // Nothing is read while nothing is asked: bytes no command asked for are never buffered.
-        while shared.lock().in_flight.is_empty() {
+        // Nothing is read while no caller waits: bytes no command asked for are never buffered.
+        let command = loop {
+            if let Some(&(command, _)) = shared.lock().slots.front() {
+                break command;
+            }
             shared.wake_reader.notified().await;
-        }
+        };
         let answer = loop {
-            if let Some((answer, len)) = P::decode(&read_buf[start..])? {
+            if let Some((answer, len)) = P::decode(&read_buf[start..], command)? {
                 start += len;
                 break answer;
             }
@@ -459,74 +395,50 @@ async fn read_replies<P: Protocol>(
                 return Err(Error::Io(closed));
             }
         };
-        let Some(slot) = shared.lock().in_flight.pop_front() else {
-            return Ok(()); // The connection failed meanwhile.
-        };
-        if !slot.expects.fits(&answer) {
-            let message = format!("a reply that cannot answer a {:?} command", slot.expects);
-            let _ = slot.reply.send(Err(Error::Protocol(message.clone())));
-            return Err(Error::Protocol(message));
+        // A cancelled caller has dropped its receiver: its reply is dropped here. (No slot left
+        // means the connection failed meanwhile.)
+        if let Some((_, reply)) = shared.lock().slots.pop_front() {
+            let _ = reply.send(Ok(answer));
         }
-        // A cancelled caller has dropped its receiver: its reply is dropped here, and the next
-        // reply still goes to the next caller.
-        let _ = slot.reply.send(Ok(answer));
     }
 }
 // ANCHOR_END: mux_fifo
 
+kvbench_core::impl_async_client_by_boxing!(Multiplexed<Resp>, connect_async_resp);
+kvbench_core::impl_async_client_by_boxing!(Multiplexed<Text>, connect_async_text);
+
 impl<P: Protocol> SharedClient for Multiplexed<P>
 where
-    Self: kvbench_core::AsyncClient,
+    Self: AsyncClient,
 {
+    /// A clone: another handle on the same connection.
     fn handle(&self) -> Handle {
         Handle::Async(Box::new(self.clone()))
     }
 }
 
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Resp>, connect_async_resp);
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Text>, connect_async_text);
-
-/// The specs' `connect_shared`: one connection, whatever number of connections is asked for.
-fn connect_shared<'a, P: Protocol>(
-    endpoint: &'a Endpoint,
-    options: &'a Options,
-    _connections: usize,
-) -> BoxFuture<'a, Box<dyn SharedClient>>
+impl<P: Protocol> ConnectShared for Multiplexed<P>
 where
-    Multiplexed<P>: SharedClient,
+    Self: AsyncClient,
 {
-    Box::pin(async move {
-        let client = Multiplexed::<P>::connect(endpoint, options).await?;
-        Ok(Box::new(client) as Box<dyn SharedClient>)
-    })
-}
-
-/// One caller behind the blocking [`Client`] contract: a [`Multiplexed`] connection on a
-/// current-thread runtime of its own, blocked on for each call; the reader and writer run while
-/// a call waits (as `lib-redis` drives redis-rs's multiplexer).
-pub struct Blocking<P> {
-    inner: Multiplexed<P>,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl<P: Protocol> Blocking<P> {
-    /// Builds the runtime and connects on it.
-    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Io)?;
-        let inner = runtime.block_on(Multiplexed::connect(endpoint, options))?;
-        Ok(Blocking { inner, runtime })
+    /// One connection, whatever number of connections is asked for.
+    async fn connect_shared(endpoint: &Endpoint, options: &Options, _: usize) -> Result<Self> {
+        Self::connect(endpoint, options).await
     }
 }
 
-kvbench_core::impl_client_by_blocking_on!(Blocking<Resp>);
-kvbench_core::impl_client_by_blocking_on!(Blocking<Text>);
+/// One caller behind the blocking [`Client`] contract: the async face on a current-thread
+/// runtime of its own, blocked on for each call (the reader and the writer run while a call
+/// waits).
+struct Blocking {
+    inner: Box<dyn AsyncClient>,
+    runtime: kvbench_block_on::Runtime,
+}
 
-fn connect_blocking<P: Protocol>(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>>
-where
-    Blocking<P>: Client,
-{
-    Ok(Box::new(Blocking::<P>::connect(endpoint, options)?))
+kvbench_core::impl_client_by_blocking_on!(Blocking);
+
+/// The specs' blocking `connect`: `connect`, the async face's, run on the runtime it will keep.
+fn connect_blocking(connect: BoxFuture<'_, Box<dyn AsyncClient>>) -> Result<Box<dyn Client>> {
+    let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
+    Ok(Box::new(Blocking { inner, runtime }))
 }
