@@ -195,7 +195,7 @@ pub fn render(
         rows: results.rows.len(),
         lessons: (lessons.iter())
             .map(|lesson| Section {
-                id: format!("lesson-{}", safe_id(&lesson.id)),
+                id: format!("lesson-{}", format::safe_name(&lesson.id, "-", '-')),
                 ..lesson.clone()
             })
             .collect(),
@@ -204,16 +204,6 @@ pub fn render(
         template::render("report.html", &page),
         template::render("summary.md", &page),
     )
-}
-
-/// `id` reduced to `[A-Za-z0-9-]`.
-fn safe_id(id: &str) -> String {
-    id.chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' => c,
-            _ => '-',
-        })
-        .collect()
 }
 
 fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {

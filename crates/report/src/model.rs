@@ -151,15 +151,12 @@ impl<'a> Model<'a> {
                     cell
                 })
                 .collect();
+            let size = format::size(value_size);
             let variant = Variant {
                 title: match (pipeline, callers) {
-                    (1, 1) => format::size(value_size),
-                    (1, c) => format!("{} · {c} callers", format::size(value_size)),
-                    _ => format!(
-                        "depth {} · {}",
-                        format::depth(pipeline),
-                        format::size(value_size)
-                    ),
+                    (1, 1) => size,
+                    (1, c) => format!("{size} · {c} callers"),
+                    _ => format!("depth {} · {size}", format::depth(pipeline)),
                 },
                 scale_max: scale_max(cells.iter().flat_map(|c| &c.rows)),
                 cells,
@@ -314,14 +311,10 @@ impl<'a> DepthChart<'a> {
         if rows.is_empty() {
             return None;
         }
-        let mut depths: Vec<u64> = rows.iter().map(|r| r.pipeline).collect();
-        depths.sort_unstable();
-        depths.dedup();
-        let mut series: Vec<(Backend, Transport, String)> = (rows.iter())
+        let depths: BTreeSet<u64> = rows.iter().map(|r| r.pipeline).collect();
+        let series: BTreeSet<(Backend, Transport, String)> = (rows.iter())
             .map(|r| (r.backend, r.transport, series_name(r)))
             .collect();
-        series.sort();
-        series.dedup();
         let mut clients: BTreeMap<(Kind, String), DepthClient> = BTreeMap::new();
         for row in &rows {
             let client =
@@ -333,7 +326,7 @@ impl<'a> DepthChart<'a> {
             client.rows.insert((series_name(row), row.pipeline), row);
         }
         Some(DepthChart {
-            depths,
+            depths: depths.into_iter().collect(),
             series: series.into_iter().map(|(_, _, name)| name).collect(),
             clients: clients.into_values().collect(),
             scale_max: scale_max(&rows),

@@ -283,7 +283,11 @@ fn callers_charts_draw_a_line_per_client_from_one_caller_with_gaps_not_zeros() {
         assert!(page.contains(title), "{title}");
     }
     // The numbers, in the page and in summary.md: fred's model at the most callers, gaps named.
-    assert!(page.contains("<th data-type=\"num\">C = 256 ops/s</th>"));
+    assert!(
+        page.contains(
+            "<th data-type=\"num\" title=\"ops/s with 256 callers in flight\">C = 256</th>"
+        )
+    );
     let start = summary
         .find("## Callers in flight: GET (hit) · 3 B (ops/s)")
         .unwrap();
