@@ -172,9 +172,8 @@ fn check_charts(results: &Results, tags: &[Tag], report: &mut CheckReport) {
         .filter(|r| r.op == Op::PipelineSet)
         .map(|r| r.client.as_str())
         .collect();
-    for client in pipelined
-        .into_iter()
-        .filter(|c| !charted.contains(&("data-client", c.to_string())))
+    for client in
+        (pipelined.into_iter()).filter(|c| !charted.contains(&("data-client", c.to_string())))
     {
         let problem = format!("missing pipeline-depth chart for client {client:?}");
         report.problems.push(problem);

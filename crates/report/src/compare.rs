@@ -197,12 +197,7 @@ fn range_text(ratio: Option<f64>, range: Option<(f64, f64)>) -> String {
 impl Comparison {
     /// Counts per verdict word, in a fixed order.
     fn tally(&self) -> String {
-        let count = |word: &str| {
-            self.rows
-                .iter()
-                .filter(|r| r.verdict.word() == word)
-                .count()
-        };
+        let count = |word: &str| (self.rows.iter().filter(|r| r.verdict.word() == word)).count();
         format!(
             "{} rows in both runs: {} faster in B, {} slower in B, {} within noise, {} unknown \
              (measured once: no interval), {} not measured in one of the runs",
@@ -235,10 +230,7 @@ impl Comparison {
 
     /// Geometric mean of B/A over the rows both runs measured.
     pub fn geometric_mean(&self) -> Option<f64> {
-        let logs: Vec<f64> = self
-            .rows
-            .iter()
-            .filter_map(|r| r.ratio)
+        let logs: Vec<f64> = (self.rows.iter().filter_map(|r| r.ratio))
             .filter(|r| r.is_finite() && *r > 0.0)
             .map(f64::ln)
             .collect();
@@ -298,9 +290,7 @@ impl Comparison {
 
     /// The comparison as a standalone HTML page (no links, so it can live in either folder).
     pub fn html(&self) -> String {
-        let rows = self
-            .rows
-            .iter()
+        let rows = (self.rows.iter())
             .map(|row| ComparedRow {
                 class: match &row.verdict {
                     Verdict::Faster => "faster",
@@ -336,17 +326,7 @@ impl Comparison {
 
     /// Where `compare` writes its page by default: `<b_dir>/compare-<A-id>.html`.
     pub fn default_html_path(&self, b_dir: &Path) -> PathBuf {
-        let safe: String = self
-            .a_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let safe = format::safe_name(&self.a_id, "-_.", '_');
         b_dir.join(format!("compare-{}.html", safe.trim_start_matches('.')))
     }
 }

@@ -54,6 +54,15 @@ pub fn url_path(path: &str) -> String {
     out
 }
 
+/// `text` with every character but ASCII letters, digits and those of `keep` replaced by `with`:
+/// a name safe in an id or a file name.
+pub fn safe_name(text: &str, keep: &str, with: char) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || keep.contains(c);
+    text.chars()
+        .map(|c| if safe(c) { c } else { with })
+        .collect()
+}
+
 /// Decodes `%XX` sequences (the inverse of [`url_path`]; invalid sequences are kept as they are).
 pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();

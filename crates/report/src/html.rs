@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::check;
 use crate::format;
-use crate::model::{self, Cell, DepthChart, KINDS, Model};
+use crate::model::{self, Callers, Cell, DepthChart, KINDS, Model};
 use crate::results::{Op, Results, Row};
-use crate::svg::{self, Chart};
-use crate::tables::{self, CostRow, DepthRow, HeadlineRow};
+use crate::svg::{self, Chart, LineChart};
+use crate::tables::{self, CostRow, HeadlineRow, SeriesRow};
 use crate::{Section, template};
 
 /// Criterion's own summary of every group, linked from the environment section when present.
@@ -44,6 +44,7 @@ struct SectionView {
     title: &'static str,
     op: &'static str,
     variants: Vec<VariantView>,
+    callers: Vec<CallersView>,
     depth: Option<DepthView>,
 }
 
@@ -65,13 +66,32 @@ struct CellView {
     rows: Vec<CostRow>,
 }
 
+/// One size's callers figures (`callers-<index>-<panel>`); `levels` are the tables' columns.
+#[derive(Serialize)]
+struct CallersView {
+    index: usize,
+    title: String,
+    levels: Vec<u32>,
+    figures: Vec<CallersFigure>,
+}
+
+/// A backend and transport: the ops/s and p99 charts side by side, and their lines' numbers
+/// (also the legend).
+#[derive(Serialize)]
+struct CallersFigure {
+    backend: &'static str,
+    transport: &'static str,
+    charts: [LineChart; 2],
+    rows: Vec<SeriesRow>,
+}
+
 #[derive(Serialize)]
 struct DepthView {
     /// (name, colour) of each backend/transport series.
     series: Vec<(String, &'static str)>,
     depths: Vec<String>,
     figures: Vec<DepthFigure>,
-    rows: Vec<DepthRow>,
+    rows: Vec<SeriesRow>,
 }
 
 #[derive(Serialize)]
@@ -128,6 +148,10 @@ pub fn render(
                         .collect(),
                 })
                 .collect(),
+            callers: ((0..).zip(&model.callers))
+                .filter(|(_, c)| c.op == section.op)
+                .map(callers_view)
+                .collect(),
             depth: (model.depth.as_ref())
                 .filter(|_| section.op == Op::PipelineSet)
                 .map(depth_view),
@@ -143,7 +167,9 @@ pub fn render(
         ]
         .join(" · "),
         mode: run.mode.to_string(),
-        charts: model.cells().count() + model.depth.as_ref().map_or(0, |d| d.clients.len()),
+        charts: model.cells().count()
+            + model.depth.as_ref().map_or(0, |d| d.clients.len())
+            + model.callers.iter().map(|c| c.panels.len()).sum::<usize>(),
         baseline: "baseline tool",
         kinds: (KINDS.iter())
             .map(|kind| (kind.as_str(), svg::kind_colour(*kind)))
@@ -169,7 +195,7 @@ pub fn render(
         rows: results.rows.len(),
         lessons: (lessons.iter())
             .map(|lesson| Section {
-                id: format!("lesson-{}", safe_id(&lesson.id)),
+                id: format!("lesson-{}", format::safe_name(&lesson.id, "-", '-')),
                 ..lesson.clone()
             })
             .collect(),
@@ -178,16 +204,6 @@ pub fn render(
         template::render("report.html", &page),
         template::render("summary.md", &page),
     )
-}
-
-/// `id` reduced to `[A-Za-z0-9-]`.
-fn safe_id(id: &str) -> String {
-    id.chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' => c,
-            _ => '-',
-        })
-        .collect()
 }
 
 fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
@@ -201,6 +217,23 @@ fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
         chart: svg::cell_chart(cell, scale_max),
         rows: (cell.by_speed().into_iter())
             .map(|row| tables::cost_row(cell, row))
+            .collect(),
+    }
+}
+
+fn callers_view((index, callers): (usize, &Callers)) -> CallersView {
+    let levels = &callers.levels;
+    CallersView {
+        index,
+        title: format::size(callers.value_size),
+        levels: levels.iter().copied().collect(),
+        figures: (callers.panels.iter())
+            .map(|panel| CallersFigure {
+                backend: title(panel.backend.as_str()),
+                transport: title(panel.transport.as_str()),
+                charts: svg::callers_charts(levels, panel),
+                rows: tables::callers_rows(levels, panel),
+            })
             .collect(),
     }
 }

@@ -7,7 +7,10 @@
 //! - `index.html` ([`render_run`]): one section per operation; per cell (backend × transport ×
 //!   operation × size) a bar chart with one bar per client and the confidence interval as
 //!   whiskers, Redis beside memcached and TCP beside Unix on one shared axis; a pipeline-depth
-//!   chart per client; a sortable cost table per cell (ops/s, × fastest, × redis-benchmark, CPU,
+//!   chart per client; for each operation and size run with many callers, per backend ×
+//!   transport, ops/s and p99 latency against the callers in flight (a line per client, the
+//!   baseline tools dashed) over a table of each client's model, connections and ops/s at each
+//!   number of callers; a sortable cost table per cell (ops/s, × fastest, × redis-benchmark, CPU,
 //!   syscalls, allocations, latency percentiles); failed and unsupported pairs with their reason;
 //!   the run's environment; links into criterion's own per-group reports.
 //! - `summary.md`: the same tables in Markdown.
@@ -17,10 +20,11 @@
 //!
 //! # What it gives up
 //!
-//! Charts are drawn by hand as inline SVG (bars, whiskers, three ticks): no plotting crate, no
-//! script library, no CDN, so the folder can be zipped and opened anywhere, offline. The price is
-//! plain charts: no zoom, no log axis (the depth chart shares one linear axis, so a slow client
-//! shows as a short bar, which is the point). The page's only scripts are small and inline:
+//! Charts are drawn by hand as inline SVG (bars, whiskers, lines, a few ticks): no plotting
+//! crate, no script library, no CDN, so the folder can be zipped and opened anywhere, offline.
+//! The price is plain charts: no zoom, and log axes only in the callers charts, where throughput
+//! and latency part by orders of magnitude (the depth chart shares one linear axis, so a slow
+//! client shows as a short bar, which is the point). The page's only scripts are small and inline:
 //! sortable tables and a self-check of its own charts; without JavaScript everything still shows.
 //!
 //! Links are emitted only to files that exist inside the run folder, and every string from

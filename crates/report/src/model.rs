@@ -1,7 +1,7 @@
 //! Rows grouped the way the report shows them: operation → variant (size, depth) → cell
 //! (backend × transport) → clients, plus the per-cell ratios every output shares.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::check;
@@ -24,6 +24,8 @@ pub struct Model<'a> {
     pub depth: Option<DepthChart<'a>>,
     /// Rows without a measurement and why, by cell.
     pub problems: Vec<(&'a Row, String)>,
+    /// Operations and sizes measured with several callers in flight.
+    pub callers: Vec<Callers<'a>>,
 }
 
 /// Every cell of one operation.
@@ -32,6 +34,42 @@ pub struct OpSection<'a> {
     pub op: Op,
     /// One variant per (value size, depth), smallest first.
     pub variants: Vec<Variant<'a>>,
+}
+
+/// An operation and size measured with several callers in flight (GET 3 B, SET 3 B, …).
+pub struct Callers<'a> {
+    /// Operation.
+    pub op: Op,
+    /// Value size, bytes.
+    pub value_size: u64,
+    /// The callers in flight of its rows, 1 (the plain cells) included.
+    pub levels: BTreeSet<u32>,
+    /// One per backend and transport, Redis before memcached, TCP before Unix.
+    pub panels: Vec<CallersPanel<'a>>,
+}
+
+/// One backend and transport: a line per client that ran with several callers, from one caller
+/// (its row in the plain cell) to the most.
+pub struct CallersPanel<'a> {
+    /// Server.
+    pub backend: Backend,
+    /// Transport.
+    pub transport: Transport,
+    /// Hand-written, library, then baseline tools; by client name within a kind.
+    pub lines: Vec<CallersLine<'a>>,
+}
+
+/// One client's rows by callers in flight.
+pub struct CallersLine<'a> {
+    /// Client name.
+    pub client: &'a str,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its place among the run's clients of its backend with many callers: its colour, the same
+    /// in every panel.
+    pub index: usize,
+    /// Callers in flight → row.
+    pub rows: BTreeMap<u32, &'a Row>,
 }
 
 /// Cells that differ only in backend and transport: drawn side by side on one scale.
@@ -88,11 +126,11 @@ impl<'a> Model<'a> {
     /// Groups `results`; `dir` is the run folder, used to keep only links whose target exists.
     pub fn new(results: &'a Results, dir: &Path) -> Model<'a> {
         type CellKey = (Backend, Transport, String);
-        let mut by_variant: BTreeMap<(Op, u64, u64), BTreeMap<CellKey, Vec<&Row>>> =
-            BTreeMap::new();
+        type VariantKey = (Op, u64, u64, u32);
+        let mut by_variant: BTreeMap<VariantKey, BTreeMap<CellKey, Vec<&Row>>> = BTreeMap::new();
         for row in &results.rows {
             by_variant
-                .entry((row.op, row.pipeline, row.value_size))
+                .entry((row.op, row.pipeline, row.value_size, row.concurrency))
                 .or_default()
                 .entry((row.backend, row.transport, row.cell.clone()))
                 .or_default()
@@ -101,7 +139,7 @@ impl<'a> Model<'a> {
         let noise = results.noise().map(|noise| noise.median_spread);
 
         let mut sections: Vec<OpSection> = Vec::new();
-        for ((op, pipeline, value_size), cells) in by_variant {
+        for ((op, pipeline, value_size, callers), cells) in by_variant {
             let cells: Vec<Cell> = cells
                 .into_values()
                 .map(|rows| {
@@ -113,14 +151,12 @@ impl<'a> Model<'a> {
                     cell
                 })
                 .collect();
+            let size = format::size(value_size);
             let variant = Variant {
-                title: match pipeline {
-                    1 => format::size(value_size),
-                    _ => format!(
-                        "depth {} · {}",
-                        format::depth(pipeline),
-                        format::size(value_size)
-                    ),
+                title: match (pipeline, callers) {
+                    (1, 1) => size,
+                    (1, c) => format!("{size} · {c} callers"),
+                    _ => format!("depth {} · {size}", format::depth(pipeline)),
                 },
                 scale_max: scale_max(cells.iter().flat_map(|c| &c.rows)),
                 cells,
@@ -142,6 +178,7 @@ impl<'a> Model<'a> {
 
         Model {
             depth: DepthChart::new(results),
+            callers: Callers::new(results),
             sections,
             problems,
         }
@@ -274,14 +311,10 @@ impl<'a> DepthChart<'a> {
         if rows.is_empty() {
             return None;
         }
-        let mut depths: Vec<u64> = rows.iter().map(|r| r.pipeline).collect();
-        depths.sort_unstable();
-        depths.dedup();
-        let mut series: Vec<(Backend, Transport, String)> = (rows.iter())
+        let depths: BTreeSet<u64> = rows.iter().map(|r| r.pipeline).collect();
+        let series: BTreeSet<(Backend, Transport, String)> = (rows.iter())
             .map(|r| (r.backend, r.transport, series_name(r)))
             .collect();
-        series.sort();
-        series.dedup();
         let mut clients: BTreeMap<(Kind, String), DepthClient> = BTreeMap::new();
         for row in &rows {
             let client =
@@ -293,11 +326,59 @@ impl<'a> DepthChart<'a> {
             client.rows.insert((series_name(row), row.pipeline), row);
         }
         Some(DepthChart {
-            depths,
+            depths: depths.into_iter().collect(),
             series: series.into_iter().map(|(_, _, name)| name).collect(),
             clients: clients.into_values().collect(),
             scale_max: scale_max(&rows),
         })
+    }
+}
+
+impl<'a> Callers<'a> {
+    /// Every operation and size with cells of several callers: per backend and transport, the
+    /// clients measured with several callers (floors have no many-caller form), with their rows
+    /// at every C, one caller included.
+    fn new(results: &'a Results) -> Vec<Callers<'a>> {
+        let rows = || (results.rows.iter()).filter(|r| r.pipeline == 1 && !r.is_floor());
+        let line = |r: &'a Row| (r.op, r.value_size, r.backend, r.transport, &*r.client);
+        let many: BTreeSet<_> = (rows().filter(|r| r.concurrency > 1 && r.ops().is_some()))
+            .map(line)
+            .collect();
+        let names: BTreeSet<(Backend, &str)> = many.iter().map(|l| (l.2, l.4)).collect();
+        let place = |b, client| names.range(..(b, client)).filter(|n| n.0 == b).count();
+        type Lines<'a> = BTreeMap<(Kind, &'a str), BTreeMap<u32, &'a Row>>;
+        let mut blocks: BTreeMap<(Op, u64), BTreeMap<(Backend, Transport), Lines>> =
+            BTreeMap::new();
+        for row in rows().filter(|r| many.contains(&line(r))) {
+            let block = blocks.entry((row.op, row.value_size)).or_default();
+            let lines = block.entry((row.backend, row.transport)).or_default();
+            // A row listed twice: its first occurrence counts, as in comparisons.
+            let by_callers = lines.entry((row.kind, &row.client)).or_default();
+            by_callers.entry(row.concurrency).or_insert(row);
+        }
+        (blocks.into_iter())
+            .map(|((op, value_size), panels)| Callers {
+                op,
+                value_size,
+                levels: (panels.values().flat_map(|lines| lines.values()))
+                    .flat_map(|rows| rows.keys().copied())
+                    .collect(),
+                panels: (panels.into_iter())
+                    .map(|((backend, transport), lines)| CallersPanel {
+                        backend,
+                        transport,
+                        lines: (lines.into_iter())
+                            .map(|((kind, client), rows)| CallersLine {
+                                client,
+                                kind,
+                                index: place(backend, client),
+                                rows,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 }
 

@@ -3,13 +3,19 @@
 //! SVG needs no file, no script and no network to show.
 //!
 //! Positions are fractions of the axis (0 to 1), so the template alone knows the chart's size.
-//! Every bar is a `<rect class="bar">` with a `<title>` (the browser's tooltip) that gives the
-//! exact numbers; the page's self-check counts these bars against the figure's `data-bars`.
+//! Every bar is a `<rect class="bar">`, every point of a line a `<circle class="point">`, with a
+//! `<title>` (the browser's tooltip) that gives the exact numbers; the page's self-check counts
+//! them against the figure's `data-bars` and each line chart's `data-points`.
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use crate::format;
-use crate::model::{Cell, DepthChart, DepthClient, series_name, status_class, status_word};
+use crate::model::{
+    CallersLine, CallersPanel, Cell, DepthChart, DepthClient, series_name, status_class,
+    status_word,
+};
 use crate::results::{Kind, Row};
 
 /// One chart: a bar per client of a cell (`marks`), or a group of bars per pipeline depth, one
@@ -81,6 +87,148 @@ pub fn series_colour(series: &str, index: usize) -> &'static str {
     }
 }
 
+/// A line chart: a value against the callers in flight (log axis), a line per client with a
+/// marker per measured point; a C where the client has no measurement is a gap in its line.
+#[derive(Serialize)]
+pub struct LineChart {
+    /// Number of points (`circle.point` elements).
+    pub points: usize,
+    /// The value axis' title, which names its scale.
+    axis: &'static str,
+    /// (position, label) along each axis.
+    x_ticks: Vec<(f64, String)>,
+    y_ticks: Vec<(f64, String)>,
+    /// Also the figure's legend.
+    lines: Vec<Line>,
+}
+
+#[derive(Serialize)]
+struct Line {
+    client: String,
+    kind: &'static str,
+    colour: &'static str,
+    points: Vec<Point>,
+}
+
+/// `join`: drawn from the previous C (not after a gap).
+#[derive(Serialize)]
+struct Point {
+    x: f64,
+    y: f64,
+    join: bool,
+    title: String,
+}
+
+/// What a line chart plots: a row's value, and how it reads on a tick and in a tooltip.
+struct Measure {
+    axis: &'static str,
+    value: fn(&Row) -> Option<f64>,
+    tick: fn(f64) -> String,
+    tip: fn(f64) -> String,
+}
+
+/// Both on log axes: with many callers, throughput and latency part by orders of magnitude (a
+/// thread per caller against one multiplexed connection), and a linear axis would flatten all
+/// but the fastest line.
+const MEASURES: [Measure; 2] = [
+    Measure {
+        axis: "ops/s (log scale)",
+        value: Row::ops,
+        tick: format::short,
+        tip: |v| format!("{} ops/s", format::grouped(v)),
+    },
+    Measure {
+        axis: "p99 latency (log scale)",
+        value: |row| Some(row.latency_ns?.p99 as f64).filter(|v| row.is_ok() && *v > 0.0),
+        tick: format::duration_ns,
+        tip: |v| format!("p99 {}", format::duration_ns(v)),
+    },
+];
+
+/// Line colours by a client's place among its backend's clients (the baseline tools: grey, dashed).
+const LINE_COLOURS: [&str; 12] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#393b79", "#637939", "#e7969c",
+];
+
+/// A panel's ops/s and p99 latency against the callers in flight, at `levels` (its op's).
+pub fn callers_charts(levels: &BTreeSet<u32>, panel: &CallersPanel) -> [LineChart; 2] {
+    MEASURES.map(|m| {
+        let values: Vec<f64> = (panel.lines.iter())
+            .flat_map(|line| line.rows.values().filter_map(|row| (m.value)(row)))
+            .collect();
+        let (range, y_ticks) = decades(&values, m.tick);
+        let ends = [levels.first(), levels.last()].map(|c| f64::from(*c.unwrap_or(&1)));
+        let x = |c: u32| fraction(f64::from(c), ends);
+        let lines: Vec<Line> = (panel.lines.iter())
+            .map(|line| {
+                let mut join = false;
+                let points = (levels.iter())
+                    .filter_map(|&c| {
+                        let row = line.rows.get(&c).copied();
+                        let value = row.and_then(m.value);
+                        let join = std::mem::replace(&mut join, value.is_some());
+                        let (x, y) = (x(c), fraction(value?, range));
+                        let title = point_title(line, row?, (m.tip)(value?));
+                        Some(Point { x, y, join, title })
+                    })
+                    .collect();
+                let colour = match line.kind {
+                    Kind::Baseline => "#555",
+                    _ => LINE_COLOURS[line.index % LINE_COLOURS.len()],
+                };
+                let (client, kind) = (line.client.to_string(), line.kind.as_str());
+                Line {
+                    client,
+                    kind,
+                    colour,
+                    points,
+                }
+            })
+            .collect();
+        LineChart {
+            points: values.len(),
+            axis: m.axis,
+            x_ticks: levels.iter().map(|&c| (x(c), c.to_string())).collect(),
+            y_ticks,
+            lines,
+        }
+    })
+}
+
+/// `fred (library) · 16 callers: 95,000 ops/s`, then how it served them.
+fn point_title(line: &CallersLine, row: &Row, value: String) -> String {
+    let (client, kind, c, n) = (line.client, line.kind, row.concurrency, row.connections);
+    let s = |n: u32| if n == 1 { "" } else { "s" };
+    let mut title = format!("{client} ({kind}) · {c} caller{}: {value}", s(c));
+    title += &format!("\nmodel {}, {n} connection{}", row.model, s(n));
+    if let Some(bytes) = row.memory_per_caller_bytes {
+        title += &format!("\nmemory per caller {}", format::bytes(bytes));
+    }
+    title
+}
+
+/// A log axis over the decades around `values` (all positive), with a tick at each decade.
+fn decades(values: &[f64], tick: fn(f64) -> String) -> ([f64; 2], Vec<(f64, String)>) {
+    let max = values.iter().copied().fold(1.0, f64::max);
+    let min = values.iter().copied().fold(max, f64::min);
+    let (low, high) = (min.log10().floor() as i32, max.log10().ceil() as i32);
+    let high = high.max(low + 1);
+    let at = |k: i32| f64::from(k - low) / f64::from(high - low);
+    let ticks = (low..=high).map(|k| (at(k), tick(10f64.powi(k)))).collect();
+    ([10f64.powi(low), 10f64.powi(high)], ticks)
+}
+
+/// Where `value` lies on a log axis from `low` to `high`, from 0 to 1 (the middle when the axis
+/// has no length).
+fn fraction(value: f64, [low, high]: [f64; 2]) -> f64 {
+    let span = (high / low).ln();
+    match span > 0.0 {
+        true => ((value / low).ln() / span).clamp(0.0, 1.0),
+        false => 0.5,
+    }
+}
+
 /// Client labels longer than this are cut (the tooltip has the whole name).
 const LABEL_CHARS: usize = 19;
 
@@ -88,9 +236,7 @@ const LABEL_CHARS: usize = 19;
 /// `scale_max` so that the cells of one variant compare by eye.
 pub fn cell_chart(cell: &Cell, scale_max: f64) -> Chart {
     let max = nice_ceiling(scale_max);
-    let marks: Vec<Mark> = cell
-        .rows
-        .iter()
+    let marks: Vec<Mark> = (cell.rows.iter())
         .map(|row| Mark {
             name: truncate(&row.client, LABEL_CHARS),
             title: format!("{} ({})", row.client, row.kind),
@@ -111,15 +257,10 @@ pub fn cell_chart(cell: &Cell, scale_max: f64) -> Chart {
 /// backend/transport, on the axis shared by every client.
 pub fn depth_chart(chart: &DepthChart, client: &DepthClient) -> Chart {
     let max = nice_ceiling(chart.scale_max);
-    let groups: Vec<Group> = chart
-        .depths
-        .iter()
+    let groups: Vec<Group> = (chart.depths.iter())
         .map(|depth| Group {
             label: format::depth(*depth),
-            marks: chart
-                .series
-                .iter()
-                .enumerate()
+            marks: (chart.series.iter().enumerate())
                 .map(|(s, series)| {
                     let row = client.rows.get(&(series.clone(), *depth))?;
                     let place = format!("{} · depth {}", series_name(row), format::depth(*depth));
@@ -132,9 +273,7 @@ pub fn depth_chart(chart: &DepthChart, client: &DepthClient) -> Chart {
         })
         .collect();
     Chart {
-        bars: groups
-            .iter()
-            .flat_map(|g| g.marks.iter().flatten())
+        bars: (groups.iter().flat_map(|g| g.marks.iter().flatten()))
             .filter(|m| m.bar.is_some())
             .count(),
         label: format!("pipelined SET ops/s by depth, {}", client.client),
@@ -151,18 +290,10 @@ fn mark(row: &Row, max: f64, colour: &'static str, place: Option<&str>) -> Mark 
     let at = |v: f64| (v / max).clamp(0.0, 1.0);
     let interval = row.ops_interval();
     let bar = row.ops().map(|ops| {
-        let mut title = format!(
-            "{} ({}): {} ops/s",
-            row.client,
-            row.kind,
-            format::grouped(ops)
-        );
-        if let Some((low, high)) = interval {
-            title += &format!(
-                "\nconfidence interval {} – {} ops/s",
-                format::grouped(low),
-                format::grouped(high)
-            );
+        let (client, kind) = (&row.client, row.kind);
+        let mut title = format!("{client} ({kind}): {} ops/s", format::grouped(ops));
+        if let Some((low, high)) = interval.map(|(l, h)| (format::grouped(l), format::grouped(h))) {
+            title += &format!("\nconfidence interval {low} – {high} ops/s");
         }
         Bar {
             at: at(ops),

@@ -1,11 +1,13 @@
-//! The report's tables as rows of cells: the headline, a cost table per cell, and the pipeline
-//! depths. Each cell carries its text and, for numbers, the raw value tables sort by; the page
+//! The report's tables as rows of cells: the headline, a cost table per cell, the pipeline
+//! depths and the callers in flight. Each cell carries its text and, for numbers, the raw value tables sort by; the page
 //! prints it as a `<td>`, the summary as a Markdown table cell.
+
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use crate::format;
-use crate::model::{Cell, DepthChart, leader_names, status_class, status_word};
+use crate::model::{CallersPanel, Cell, DepthChart, leader_names, status_class, status_word};
 use crate::results::{Kind, Row};
 use crate::svg;
 
@@ -68,8 +70,9 @@ pub struct CostRow {
     pub cells: Vec<Td>,
 }
 
+/// A row of the depth table (`series`: backend/transport) or of a callers table.
 #[derive(Serialize)]
-pub struct DepthRow {
+pub struct SeriesRow {
     pub client: String,
     pub kind: &'static str,
     pub series: String,
@@ -163,42 +166,57 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
 }
 
 /// The depth chart's numbers: a row per client and series that has any.
-pub fn depth_rows(depth: &DepthChart) -> Vec<DepthRow> {
+pub fn depth_rows(depth: &DepthChart) -> Vec<SeriesRow> {
     let mut rows = Vec::new();
     for client in &depth.clients {
         for series in &depth.series {
-            let found: Vec<Option<&&Row>> = depth
-                .depths
-                .iter()
-                .map(|d| client.rows.get(&(series.clone(), *d)))
+            let found: Vec<Option<&Row>> = (depth.depths.iter())
+                .map(|d| client.rows.get(&(series.clone(), *d)).copied())
                 .collect();
-            if found.iter().all(Option::is_none) {
-                continue;
+            if found.iter().any(Option::is_some) {
+                rows.push(SeriesRow {
+                    client: client.client.clone(),
+                    kind: client.kind.as_str(),
+                    series: series.clone(),
+                    cells: found.into_iter().map(ops_td).collect(),
+                });
             }
-            let cells = found
-                .into_iter()
-                .map(|row| match row {
-                    Some(row) if row.ops().is_some() => Td::num(row.ops(), format::grouped),
-                    Some(row) => Td {
-                        class: "failed",
-                        v: Some(String::new()),
-                        text: status_word(row).to_string(),
-                        ..Td::default()
-                    },
-                    None => Td {
-                        v: Some(String::new()),
-                        text: "–".to_string(),
-                        ..Td::default()
-                    },
-                })
-                .collect();
-            rows.push(DepthRow {
-                client: client.client.clone(),
-                kind: client.kind.as_str(),
-                series: series.clone(),
-                cells,
-            });
         }
     }
     rows
+}
+
+/// A callers panel's numbers, a row per line: the client's model and connections at the most
+/// callers it was measured with, then its ops/s at each of `levels`.
+pub fn callers_rows(levels: &BTreeSet<u32>, panel: &CallersPanel) -> Vec<SeriesRow> {
+    (panel.lines.iter())
+        .map(|line| {
+            let most = line.rows.values().rev().find(|row| row.ops().is_some());
+            let mut cells = vec![
+                Td::text(most.map_or("–".to_string(), |row| row.model.to_string())),
+                Td::num(most.map(|row| f64::from(row.connections)), format::grouped),
+            ];
+            cells.extend(levels.iter().map(|c| ops_td(line.rows.get(c).copied())));
+            SeriesRow {
+                client: line.client.to_string(),
+                kind: line.kind.as_str(),
+                series: format!("{}/{}", panel.backend, panel.transport),
+                cells,
+            }
+        })
+        .collect()
+}
+
+/// A row's throughput, else its status word (the reason as tooltip); `–` without a row.
+fn ops_td(row: Option<&Row>) -> Td {
+    match row {
+        Some(row) if row.ops().is_some() => Td::num(row.ops(), format::grouped),
+        Some(row) => Td {
+            class: status_class(row),
+            v: Some(String::new()),
+            title: row.unmeasured_reason(),
+            text: status_word(row).to_string(),
+        },
+        None => Td::num(None, format::grouped),
+    }
 }

@@ -3,16 +3,25 @@ window.addEventListener('load', function () {
   var figures = document.querySelectorAll('figure.chart');
   figures.forEach(function (f) {
     var name = f.getAttribute('data-cell') || f.getAttribute('data-client') || f.id;
-    var svg = f.querySelector('svg');
-    if (!svg) { problems.push('no svg in chart ' + name); return; }
-    var box = svg.getBoundingClientRect();
-    if (!(box.width > 0 && box.height > 0)) problems.push('chart not laid out: ' + name);
-    var bars = svg.querySelectorAll('rect.bar');
-    var want = parseInt(f.getAttribute('data-bars'), 10);
-    if (bars.length !== want) problems.push('chart ' + name + ': ' + bars.length + ' bars, expected ' + want);
-    bars.forEach(function (r) {
+    var svgs = f.querySelectorAll('svg');
+    if (!svgs.length) { problems.push('no svg in chart ' + name); return; }
+    // Each count the page was rendered with from results.json against what was drawn: a bar per
+    // measured client, a line per client of a callers chart and a point per measured C.
+    var count = function (element, attribute, selector) {
+      if (!element.hasAttribute(attribute)) return;
+      var found = element.querySelectorAll(selector).length, want = parseInt(element.getAttribute(attribute), 10);
+      if (found !== want) problems.push('chart ' + name + ': ' + found + ' ' + selector + ', expected ' + want);
+    };
+    count(f, 'data-bars', 'rect.bar');
+    svgs.forEach(function (svg) {
+      var box = svg.getBoundingClientRect();
+      if (!(box.width > 0 && box.height > 0)) problems.push('chart not laid out: ' + name);
+      count(svg, 'data-lines', 'g.line');
+      count(svg, 'data-points', 'circle.point');
+    });
+    f.querySelectorAll('rect.bar, circle.point').forEach(function (r) {
       var b = r.getBBox();
-      if (!(b.width > 0 && b.height > 0)) problems.push('empty bar in chart ' + name);
+      if (!(b.width > 0 && b.height > 0)) problems.push('empty mark in chart ' + name);
     });
   });
   // Every table cell's content at least 3em wide, closed cost tables included: a squeezed column (one

@@ -125,15 +125,190 @@ fn charts_put_redis_beside_memcached_and_tcp_beside_unix() {
         .filter_map(|(tag, _)| tag.attr("data-cell"))
         .filter(|cell| cell.contains("/get/3B/"))
         .collect();
+    // A row of four per number of callers: one caller (the plain cells) first.
+    let expected: Vec<String> = ["", "/c16", "/c256"]
+        .iter()
+        .flat_map(|callers| {
+            ["redis/get/3B/tcp", "redis/get/3B/unix"]
+                .into_iter()
+                .chain(["memcached/get/3B/tcp", "memcached/get/3B/unix"])
+                .map(move |cell| format!("{cell}{callers}"))
+        })
+        .collect();
+    assert_eq!(order, expected);
+}
+
+/// A callers chart as drawn: its `data-points` and `data-lines`, the points and lines inside, and
+/// each line's path data by client.
+#[derive(Debug, Default)]
+struct LinePlot {
+    want_points: usize,
+    want_lines: usize,
+    points: usize,
+    paths: BTreeMap<String, String>,
+    dashed: Vec<String>,
+}
+
+/// The callers figures by id, each with its two charts (ops/s, p99).
+fn line_plots(page: &str) -> BTreeMap<String, Vec<LinePlot>> {
+    let mut out: BTreeMap<String, Vec<LinePlot>> = BTreeMap::new();
+    let (mut figure, mut client) = (None, String::new());
+    for tag in scan(page).unwrap().into_iter().filter(|t| !t.closing) {
+        let count = |attr: &str| tag.attr(attr).unwrap().parse().unwrap();
+        match tag.name.as_str() {
+            "figure" => {
+                figure = tag
+                    .has_class("callers-chart")
+                    .then(|| tag.attr("id").unwrap())
+            }
+            _ if figure.is_none() => {}
+            "svg" => out
+                .entry(figure.clone().unwrap())
+                .or_default()
+                .push(LinePlot {
+                    want_points: count("data-points"),
+                    want_lines: count("data-lines"),
+                    ..LinePlot::default()
+                }),
+            "g" => client = tag.attr("data-client").unwrap(),
+            "path" | "circle" => {
+                let plot = out.get_mut(figure.as_ref().unwrap()).unwrap();
+                let plot = plot.last_mut().unwrap();
+                if tag.name == "circle" {
+                    plot.points += 1;
+                } else {
+                    plot.paths.insert(client.clone(), tag.attr("d").unwrap());
+                    if tag.attr("stroke-dasharray").is_some() {
+                        plot.dashed.push(client.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn callers_charts_draw_a_line_per_client_from_one_caller_with_gaps_not_zeros() {
+    let value = fixture();
+    let (_dir, page, summary) = rendered(&value);
+    let plots = line_plots(&page);
+    // GET 3 B and SET 3 B, each on both backends and transports; Redis TCP comes first.
+    assert_eq!(plots.len(), 8, "{:?}", plots.keys());
+    let rows = value["rows"].as_array().unwrap();
+    let panel = |op: &str, backend: &str, transport: &str| {
+        let rows = rows.iter().filter(move |r| {
+            (r["op"] == op && r["value_size"] == 3 && r["backend"] == backend)
+                && (r["transport"] == transport && r["client"] != "loopback-floor")
+        });
+        // A client is drawn when measured with many callers; the plain cell's row is its C = 1
+        // point.
+        let drawn: std::collections::BTreeSet<&str> = rows
+            .clone()
+            .filter(|r| r["status"] == "ok" && r["ops_per_sec"].is_number())
+            .filter(|r| r["concurrency"] != 1)
+            .map(|r| r["client"].as_str().unwrap())
+            .collect();
+        let rows: Vec<&Value> = rows
+            .filter(|r| drawn.contains(r["client"].as_str().unwrap()))
+            .collect();
+        (drawn.len(), rows)
+    };
+    for (index, (op, backend, transport)) in [
+        ("get", "redis", "tcp"),
+        ("get", "redis", "unix"),
+        ("get", "memcached", "tcp"),
+        ("get", "memcached", "unix"),
+        ("set", "redis", "tcp"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("callers-{}-{}", index / 4, index % 4);
+        let (clients, rows) = panel(op, backend, transport);
+        let measured = |field: &str| {
+            (rows.iter())
+                .filter(|r| r["status"] == "ok" && !r[field].is_null())
+                .count()
+        };
+        let [ops, p99] = &plots[&id][..] else {
+            panic!("{id}: two charts")
+        };
+        for (plot, want) in [
+            (ops, measured("ops_per_sec")),
+            (p99, measured("latency_ns")),
+        ] {
+            assert_eq!(plot.want_points, want, "{id}: a point per measured row");
+            assert_eq!(plot.points, want, "{id}: every point drawn");
+            assert_eq!(
+                (plot.want_lines, plot.paths.len()),
+                (clients, clients),
+                "{id}"
+            );
+        }
+    }
+    // Redis TCP, GET: raw-tcp from one caller to 256; inline failed at 256, so its line stops at
+    // 16; fred was unsupported at 16, so its line breaks there: no point drawn at 0 ops/s.
+    let ops = &plots["callers-0-0"][0];
+    let moves = |client: &str| {
+        let path = &ops.paths[client];
+        (path.matches('M').count(), path.matches('L').count())
+    };
+    assert_eq!(moves("raw-tcp"), (1, 2));
+    assert_eq!(moves("inline"), (1, 1));
+    assert_eq!(moves("fred"), (2, 0));
     assert_eq!(
-        order,
-        [
-            "redis/get/3B/tcp",
-            "redis/get/3B/unix",
-            "memcached/get/3B/tcp",
-            "memcached/get/3B/unix"
-        ]
+        ops.dashed,
+        ["redis-benchmark"],
+        "the baseline tool is dashed"
     );
+    assert!(
+        !ops.paths.contains_key("raw-unix"),
+        "unsupported on TCP: no line"
+    );
+    let memcached_unix = &plots["callers-0-3"][0].paths;
+    assert!(
+        !memcached_unix.contains_key("memcache"),
+        "measured with one caller only: no line"
+    );
+    // Tooltips: client, C, value, model and connections.
+    for title in [
+        "<title>raw-tcp (hand-written) · 1 caller: 119,037 ops/s\nmodel threads, 1 connection</title>",
+        "<title>redis-rs (library) · 256 callers: ",
+        " ops/s\nmodel multiplexed, 1 connection\nmemory per caller 2 KiB</title>",
+        "<title>redis-benchmark (baseline) · 16 callers: p99 ",
+        "\nmodel event-loop, 16 connections",
+    ] {
+        assert!(page.contains(title), "{title}");
+    }
+    // The numbers, in the page and in summary.md: fred's model at the most callers, gaps named.
+    assert!(
+        page.contains(
+            "<th data-type=\"num\" title=\"ops/s with 256 callers in flight\">C = 256</th>"
+        )
+    );
+    let start = summary
+        .find("## Callers in flight: GET (hit) · 3 B (ops/s)")
+        .unwrap();
+    let table = &summary[start..];
+    let line = |client: &str| {
+        let prefix = format!("| redis/tcp | {client} |");
+        table
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap()
+            .to_string()
+    };
+    let (fred, inline) = (line("fred"), line("inline"));
+    for (row, needle) in [
+        (&fred, "| library | pool | 4 | "),
+        (&fred, " | unsupported | "),
+        (&inline, "| threads | 16 | "),
+        (&inline, " | failed |"),
+    ] {
+        assert!(row.contains(needle), "{needle:?} not in {row}");
+    }
 }
 
 #[test]

@@ -43,6 +43,81 @@ const CLIENTS: &[(&str, &str, &str, f64)] = &[
     ("memcache", "library", "memcached", 1.10),
 ];
 
+/// Callers in flight of the concurrency cells (GET 3 B and SET 3 B), above the plain cell's one.
+pub const CALLERS: &[u32] = &[16, 256];
+
+/// `plain`'s row in its cell's twin with `callers` in flight, served the way the client would: a
+/// thread each, one multiplexed connection, a pool, or the baseline tool's event loop. `inline`
+/// fails with 256 callers and `fred` is unsupported with 16: gaps in their lines; `memcache` is
+/// unsupported with many callers over Unix: no line at all.
+fn with_callers(plain: &Value, callers: u32) -> Value {
+    let mut row = plain.clone();
+    let cell = format!("{}/c{callers}", plain["cell"].as_str().unwrap());
+    let report = format!("criterion/{}/report/index.html", criterion_folder(&cell));
+    let client = plain["client"].as_str().unwrap();
+    let (model, connections, speedup) = match client {
+        "redis-rs" => ("multiplexed", 1, f64::from(callers).sqrt()),
+        "fred" | "memcache" => ("pool", 4, 3.0),
+        "redis-benchmark" => ("event-loop", callers, f64::from(callers).powf(0.6)),
+        _ => ("threads", callers, 1.4),
+    };
+    for (key, value) in [
+        ("cell", json!(cell)),
+        ("criterion_report", json!(report)),
+        ("concurrency", json!(callers)),
+        ("model", json!(model)),
+        ("connections", json!(connections)),
+    ] {
+        row[key] = value;
+    }
+    match (client, callers) {
+        ("memcache", _) if plain["transport"] == "unix" => {
+            row["status"] = json!("unsupported");
+            row["error"] = json!("not run with many callers");
+        }
+        ("inline", 256) => {
+            row["status"] = json!("failed");
+            row["error"] = json!("connecting 256 callers: too many open files");
+        }
+        ("fred", 16) => {
+            row["status"] = json!("unsupported");
+            row["error"] = json!("not run with 16 callers");
+        }
+        _ => {}
+    }
+    if row["status"] != "ok" {
+        for key in ["ops_per_sec", "wall_ns_per_op", "latency_ns"] {
+            row[key] = Value::Null;
+        }
+        return row;
+    }
+    let Some(ops) = plain["ops_per_sec"].as_f64() else {
+        return row;
+    };
+    // Time per operation over all callers; each caller waits behind the others.
+    let wall = &mut row["wall_ns_per_op"];
+    for key in ["median", "mean"] {
+        wall[key] = json!(wall[key].as_f64().unwrap() / speedup);
+    }
+    for key in ["lower", "upper"] {
+        let bound = wall["interval"][key].as_f64().unwrap() / speedup;
+        wall["interval"][key] = json!(bound);
+    }
+    let caller_ns = 1e9 / (ops * speedup) * f64::from(callers);
+    row["ops_per_sec"] = json!(ops * speedup);
+    row["latency_ns"] = json!({
+        "p50": caller_ns.round() as u64,
+        "p99": (caller_ns * 1.8).round() as u64,
+        "p999": (caller_ns * 4.2).round() as u64
+    });
+    row["memory_per_caller_bytes"] = json!(if model == "threads" {
+        16_384.0
+    } else {
+        2_048.0
+    });
+    row
+}
+
 /// The cell id the bench gives a cell (also its criterion group name).
 pub fn cell_label(backend: &str, op: &str, size: u64, pipeline: u64, transport: &str) -> String {
     let size = match size {
@@ -96,6 +171,15 @@ pub fn fixture() -> Value {
                 }
             }
         }
+    }
+    // GET 3 B and SET 3 B with many callers: each client's plain row, served its way.
+    let plain: Vec<Value> = (rows.iter())
+        .filter(|r| r["value_size"] == 3 && (r["op"] == "get" || r["op"] == "set"))
+        .filter(|r| r["client"] != "loopback-floor")
+        .cloned()
+        .collect();
+    for callers in CALLERS {
+        rows.extend(plain.iter().map(|row| with_callers(row, *callers)));
     }
     json!({
         "schema_version": 2,
