@@ -1,6 +1,8 @@
-//! Same-run baselines: `redis-benchmark` (the benchmark tool shipped with Redis) on every Redis cell it can
-//! express, and a loopback floor — a server that does no work — so every row can be read as a
-//! multiple of what the transport itself costs.
+//! Same-run baselines: `redis-benchmark` (the benchmark tool shipped with Redis) on every Redis
+//! cell it can express, `memaslap` on memcached's TCP GET and SET cells whose preloaded keys fit
+//! the server (both with one connection per caller, `-c C`, driven by one thread), and a
+//! loopback floor — a server that does no work, in one-caller request/response cells — so every
+//! row can be read as a multiple of what the transport itself costs.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -5,6 +5,7 @@
 //! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
 //! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
 //! then measures its cost per operation ([`costs`]) and adds same-run baselines ([`baselines`]).
+//! A cell with many callers runs them the way each client's spec declares ([`callers`]).
 //! Everything lands in `reports/<run-id>/results.json` ([`results`]).
 #![deny(missing_docs)]
 

@@ -226,7 +226,7 @@ pub struct Policy {
     pub baseline_request_divisor: u64,
 }
 
-/// The whole matrix: 16 min here.
+/// The whole matrix, timed for numbers to quote.
 pub const FULL: Policy = Policy {
     warm_up: Duration::from_millis(500),
     measurement: Duration::from_millis(1500),
@@ -242,7 +242,7 @@ pub const FULL: Policy = Policy {
     baseline_request_divisor: 1,
 };
 
-/// The representative subset with short timing: about a minute here.
+/// The representative subset with short timing: numbers to read as rough.
 pub const QUICK: Policy = Policy {
     warm_up: Duration::from_millis(20),
     measurement: Duration::from_millis(130),
@@ -379,8 +379,9 @@ fn list(value: Option<String>) -> Vec<String> {
 }
 
 impl Settings {
-    /// Reads `MODE`, `PLACEMENT`, `CLIENTS`, `CELLS` and `RUN_ID`; `test_flag` is true when
-    /// criterion was given `--test`.
+    /// Reads `MODE`, `PLACEMENT`, `CLIENTS`, `CELLS`, `RUN_ID`, `REPEAT`, `REPEAT_CELLS`,
+    /// `ORDER_SEED`, `CONCURRENCY` (and, with the `fault-injection` feature,
+    /// `KVBENCH_FAULT_STOP_SERVER`); `test_flag` is true when criterion was given `--test`.
     pub fn from_env(test_flag: bool) -> Result<Settings> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mode = match (test_flag, var("MODE").as_deref()) {

@@ -1,7 +1,9 @@
 //! The run: every cell × every client that serves it, side by side in one criterion group per
-//! cell, plus cost passes and same-run baselines. Settings come from the environment (`MODE`,
-//! `PLACEMENT`, `CLIENTS`, `CELLS`, `RUN_ID`; see `bench-suite/README.md`). Behind both
-//! `benches/matrix.rs` and the `kvbench-matrix` binary.
+//! cell (a cell with many callers runs each client's callers as its spec declares, see
+//! [`crate::callers`]), plus cost passes and same-run baselines. Settings come from the
+//! environment (`MODE`, `PLACEMENT`, `CLIENTS`, `CELLS`, `RUN_ID`, `REPEAT`, `REPEAT_CELLS`,
+//! `ORDER_SEED`, `CONCURRENCY`; see `bench-suite/README.md` and [`Settings::from_env`]). Behind
+//! both `benches/matrix.rs` and the `kvbench-matrix` binary.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

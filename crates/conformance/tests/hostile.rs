@@ -10,16 +10,16 @@
 //! treat the connection as broken afterwards: the next call fails *and the fake server receives
 //! no byte after its answer* (counted on the server side).
 //!
-//! **Library clients are held to what they do.** The same cases run against redis-rs,
-//! redis-rs/async, fred and the memcache variants (binary-protocol variants get binary-protocol
-//! cases), each in a child process: a library may abort the process (an allocation it cannot
-//! make, a stack overflow). The child runs the call on a thread with an 8 MiB stack and with its
-//! address space limited to [`CHILD_ADDRESS_SPACE`], so that what a hostile length does to a
-//! library is the same on every machine. Each trial asserts the first call's outcome — a value,
-//! a typed error, a panic or the death of the process — against what that library at its pinned
-//! version is known to do, as its spec declares: `hostile_outcomes` for ordinary outcomes,
-//! `known_defects` for the library's faults. A change in a library's behaviour fails its trial.
-//! What each library did is printed as a table at the end.
+//! **Library clients are held to what they do.** The same cases run against every library spec
+//! (redis-rs, redis-rs/async, fred, fred/pool and the memcache variants; binary-protocol variants
+//! get binary-protocol cases), each in a child process: a library may abort the process (an
+//! allocation it cannot make, a stack overflow). The child runs the call on a thread with an 8 MiB
+//! stack and with its address space limited to [`CHILD_ADDRESS_SPACE`], so that what a hostile
+//! length does to a library is the same on every machine. Each trial asserts the first call's
+//! outcome — a value, a typed error, a panic or the death of the process — against what that
+//! library at its pinned version is known to do, as its spec declares: `hostile_outcomes` for
+//! ordinary outcomes, `known_defects` for the library's faults. A change in a library's behaviour
+//! fails its trial. What each library did is printed as a table at the end.
 
 mod fake;
 mod peak_alloc;

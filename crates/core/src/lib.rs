@@ -11,21 +11,21 @@
 //! overrides `set_many`; every other client gets a correct (if slow) pipeline for free, and the
 //! benchmark shows what the override buys.
 //!
-//! A client is described by a [`ClientSpec`]: its name, the backend it speaks to, the transports it
-//! can use, whether it is hand-written or a library, how its `set_many` works ([`Pipelining`]),
-//! what it cannot do (and why), and a function that connects it to an [`Endpoint`] (a library
-//! that is async anyway adds its [`AsyncClient`] face). The suite's one list of clients is a list
-//! of these, and the kit and the bench select clients by what they declare, not by name.
+//! A client is described by a [`ClientSpec`]: its name, backend and transports, whether it is
+//! hand-written or a library, how its `set_many` works ([`Pipelining`]), what it cannot do (and
+//! why), a function that connects it to an [`Endpoint`] (a library that is async anyway adds its
+//! [`AsyncClient`] face) and how it serves many callers at once ([`Concurrency`]). The suite's
+//! one list of clients is a list of these; the kit and the bench select by what they declare.
 //!
 //! Errors are one typed [`Error`]: connection failures, timeouts, malformed replies, error replies
 //! from the server, and input the protocol cannot carry are distinct variants, so a test can tell
 //! "the server said no" from "the client misread the reply".
 //!
-//! A little plumbing lives here because every hand-written client needs it the same way:
-//! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol),
-//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`), [`Broken`] (the
-//! state of a connection that must not be used again) and the socket set-up of
-//! [`connect_tcp_stream`] and [`connect_unix_stream`].
+//! A little plumbing lives here because the hand-written clients need it the same way:
+//! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol) and
+//! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) for the blocking
+//! ones; [`Broken`] (the state of a connection that must not be used again) and the socket set-up
+//! of [`connect_tcp_stream`] and [`connect_unix_stream`] for all of them.
 #![deny(missing_docs)]
 
 mod read_buffer;
@@ -734,7 +734,8 @@ pub struct ClientSpec {
     pub limitations: &'static [Limitation],
     /// Set when every round trip of this client is slow by design (tens of milliseconds): the
     /// reason. Such a client is a lesson, not a contender: the kit runs its `set_many` with a
-    /// few hundred items instead of 100,000, and the bench leaves it out of pipeline cells.
+    /// few hundred items instead of 100,000, and the bench leaves it out of pipeline cells and
+    /// cells with many callers (reported `unsupported`).
     pub slow_round_trip: Option<&'static str>,
     /// Faults of the library at its pinned version; empty for hand-written clients (their faults
     /// fail the tests instead).

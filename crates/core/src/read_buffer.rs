@@ -1,4 +1,4 @@
-//! [`ReadBuffer`]: the I/O half every hand-written client shares, whatever protocol it parses.
+//! [`ReadBuffer`]: the I/O half every blocking hand-written client shares, whatever its protocol.
 
 use std::io::{self, Read};
 use std::time::Duration;

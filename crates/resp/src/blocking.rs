@@ -1,5 +1,5 @@
-//! The codec's blocking I/O half: [`Connection`], the one connection type every hand-written
-//! Redis client is built on.
+//! The codec's blocking I/O half: [`Connection`], the one connection type every blocking
+//! hand-written Redis client is built on (all but `multiplexed`, which uses only the codec).
 //!
 //! The codec above parses bytes it is handed; this module moves them. A [`Connection`] owns a
 //! blocking stream, a reused write buffer and a reused [`ReadBuffer`] (from `kvbench-core`, the

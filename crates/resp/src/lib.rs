@@ -1,17 +1,17 @@
-//! A small RESP2 codec with no I/O in it — bytes in, replies out; commands in, bytes out — and,
-//! in [`blocking`], the one blocking connection the hand-written Redis clients are built on.
-//!
-//! **What it teaches.** Parsing kept apart from I/O: every wire form, every malformed length and
-//! every reply cut at every byte is tested on byte literals, with no server. What it gives up:
-//! RESP3, and saved state between calls (a reply is rescanned from its start as bytes arrive).
-//! Read it before `raw-tcp`, the first client; compare it with `kvbench-memcached-reply`, the same
-//! idea for memcached's text replies.
+//! `kvbench-resp`: RESP2 parsing kept apart from I/O — bytes in, replies out; commands in, bytes
+//! out — so every wire form, every malformed length and every reply cut at every byte is tested
+//! on byte literals, with no server. It gives up RESP3, and saved state between calls (a reply is
+//! rescanned from its start as bytes arrive). [`blocking`] is its I/O half: the one blocking
+//! connection the blocking hand-written Redis clients are built on. Read it before `raw-tcp`, the
+//! first client; compare it with `kvbench-memcached-reply`, the same idea for memcached's text
+//! replies.
 //!
 //! The hand-written Redis clients (`kvbench-raw-tcp`, `kvbench-raw-unix`, `kvbench-buffered`,
-//! `kvbench-inline`) share this crate, so they differ only in how they move bytes — which is what
-//! the benchmark compares. The codec never touches a socket: the caller owns the buffer, appends
-//! what it read, and asks whether a complete reply is at its start (the shape of hiredis's reader
-//! and of `csv-core`). That makes every wire form testable with byte literals.
+//! `kvbench-inline`, and `kvbench-multiplexed` for its codec) share this crate, so they differ
+//! only in how they move bytes — which is what the benchmark compares. The codec never touches a
+//! socket: the caller owns the buffer, appends what it read, and asks whether a complete reply is
+//! at its start (the shape of hiredis's reader and of `csv-core`). That makes every wire form
+//! testable with byte literals.
 //!
 //! Decoding comes in three sizes:
 //! - [`parse_header`] reads one header line (`$5\r\n`). A client that wants to read a bulk payload

@@ -20,11 +20,11 @@
 //! ```
 //!
 //! Each `table:` line is one table, rows separated by `, `: a client and the bench's name of the
-//! cell (backend/op/value size or pipeline depth/transport), then `split` for a row of the
-//! split-placement run. Each `code:` line names an anchor (`// ANCHOR: <name>` …
-//! `// ANCHOR_END: <name>` in the file that follows). The body is a minijinja template: `measured`
-//! is the paragraph naming the run(s), `tables[i]` the `i`-th table with its reading, and
-//! `code.<anchor>` the link to the anchor's lines.
+//! cell (backend/op/value size or pipeline depth/transport, then `/c<C>` for C callers), then
+//! `split` for a row of the split-placement run. Each `code:` line names an anchor
+//! (`// ANCHOR: <name>` … `// ANCHOR_END: <name>` in the file that follows). The body is a
+//! minijinja template: `measured` is the paragraph naming the run(s), `tables[i]` the `i`-th table
+//! with its reading, and `code.<anchor>` the link to the anchor's lines.
 
 use std::sync::LazyLock;
 
@@ -40,14 +40,15 @@ pub enum Which {
     Split,
 }
 
-/// One row of results.json: a client in a cell, at concurrency 1.
+/// One row of results.json: a client in a cell (one caller, or C callers in a `/c<C>` cell).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pick {
     /// Which run.
     pub run: Which,
     /// Client name as registered.
     pub client: String,
-    /// The bench's cell name, e.g. `redis/get/3B/tcp` or `redis/pipeline_set/100000/tcp`.
+    /// The bench's cell name, e.g. `redis/get/3B/tcp`, `redis/pipeline_set/100000/tcp` or
+    /// `redis/get/3B/tcp/c256`.
     pub cell: String,
 }
 

@@ -2,9 +2,9 @@
 //!
 //! The prose of each lesson lives once, in a Markdown file under `crates/report/lessons/` (see
 //! [`catalogue`] for its format). Numbers come only from a run's results.json: a row is found by
-//! client and cell (backend, op, value size or depth, transport), and a row the run does not have
-//! is shown as "not measured in this run" (a failed or unsupported row as its status and reason),
-//! never filled in. Ratios are computed from the numbers shown.
+//! client and cell id (backend, op, value size or depth, transport, callers), and a row the run
+//! does not have is shown as "not measured in this run" (a failed or unsupported row as its status
+//! and reason), never filled in. Ratios are computed from the numbers shown.
 //!
 //! One renderer: each lesson's template is filled in (minijinja) to Markdown, which goes as it is
 //! into `reports/<id>/lessons.md` and the generated blocks of `docs/lessons.md`

@@ -1,7 +1,7 @@
-//! [`kvbench_resp::blocking::Connection`], the connection every hand-written Redis client is
-//! built on, fed arbitrary server bytes through an in-memory stream, a few bytes per read (the
-//! first input byte picks how many): every call returns, none panics, and after an error that
-//! breaks the connection the next call writes nothing.
+//! [`kvbench_resp::blocking::Connection`], the connection every blocking hand-written Redis
+//! client is built on, fed arbitrary server bytes through an in-memory stream, a few bytes per
+//! read (the first input byte picks how many): every call returns, none panics, and after an
+//! error that breaks the connection the next call writes nothing.
 #![no_main]
 
 use kvbench_servers::script::{Script, after_a_break_nothing_is_sent};
