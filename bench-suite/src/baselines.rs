@@ -259,8 +259,7 @@ fn run_memaslap(
         format!("key\n16 16 1\nvalue\n{size} {size} 1\ncmd\n0 {set}\n1 {get}\n"),
     )
     .with_context(|| format!("writing {}", config.display()))?;
-    // Periods of one second; the first holds the preloading, so at least three.
-    let seconds = if mode == Mode::Full { 4 } else { 3 };
+    let seconds = mode.policy().memaslap_seconds;
     let args: Vec<String> = [
         "-s",
         addr,

@@ -112,12 +112,6 @@ fn concurrency_cells(ops: &[(Op, usize)], callers: &[usize]) -> Vec<Cell> {
     cells
 }
 
-/// Callers in flight in the full run's concurrency cells (`CONCURRENCY` overrides).
-pub const FULL_CONCURRENCY: &[usize] = &[16, 256];
-/// Callers in flight in the quick run's and a test run's concurrency cells (`CONCURRENCY`
-/// overrides).
-pub const QUICK_CONCURRENCY: &[usize] = &[256];
-
 /// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
 /// pipelined SET at depths 1,000 / 100,000 / 1,000,000; then GET 3 B and SET 3 B with each
 /// number of `callers` in flight; TCP and Unix; Redis and memcached.
@@ -224,6 +218,12 @@ pub struct Policy {
     pub baseline_runs: usize,
     /// Divides redis-benchmark's full request count (about a second of work).
     pub baseline_request_divisor: u64,
+    /// Seconds of each memaslap run, reported in one-second periods; the first holds its
+    /// preloading, so at least three.
+    pub memaslap_seconds: u64,
+    /// Callers in flight in the concurrency cells (`CONCURRENCY` overrides); a test run
+    /// exercises every model at the larger level only.
+    pub concurrency: &'static [usize],
 }
 
 /// The whole matrix, timed for numbers to quote.
@@ -240,6 +240,8 @@ pub const FULL: Policy = Policy {
     slow_client_calls: 50,
     baseline_runs: 3,
     baseline_request_divisor: 1,
+    memaslap_seconds: 4,
+    concurrency: &[16, 256],
 };
 
 /// The representative subset with short timing: numbers to read as rough.
@@ -256,6 +258,8 @@ pub const QUICK: Policy = Policy {
     slow_client_calls: 10,
     baseline_runs: 3,
     baseline_request_divisor: 50,
+    memaslap_seconds: 3,
+    concurrency: &[256],
 };
 
 /// Every pair once, verification included: nothing timed, every path exercised.
@@ -272,6 +276,8 @@ pub const TEST: Policy = Policy {
     slow_client_calls: 10,
     baseline_runs: 1,
     baseline_request_divisor: 100,
+    memaslap_seconds: 3,
+    concurrency: &[256],
 };
 
 /// Where the servers and the benchmark run.
@@ -419,9 +425,7 @@ impl Settings {
         };
         let quick_cells = var("MODE").as_deref() == Some("quick");
         let concurrency = match var("CONCURRENCY") {
-            // A test run exercises every model at the larger level only: it times nothing.
-            None if quick_cells || test_flag => QUICK_CONCURRENCY.to_vec(),
-            None => FULL_CONCURRENCY.to_vec(),
+            None => mode.policy().concurrency.to_vec(),
             Some(value) => parse_concurrency(&value)?,
         };
         let cores = crate::environment::online_cpus();
@@ -522,7 +526,7 @@ mod tests {
 
     #[test]
     fn cell_ids_are_unique_and_readable() {
-        let cells = full_matrix(FULL_CONCURRENCY);
+        let cells = full_matrix(FULL.concurrency);
         assert_eq!(cells.len(), 44 + 16);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
