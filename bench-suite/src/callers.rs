@@ -76,12 +76,13 @@ impl Callers {
             .build()
             .map_err(Error::Io)?;
         let local = LocalSet::new();
-        let (served, shared, model) = match spec.concurrency {
+        let sockets_before = open_sockets();
+        let (served, shared) = match spec.concurrency {
             Concurrency::Threads => {
                 let clients = (0..callers)
                     .map(|_| (spec.connect)(endpoint, options))
                     .collect::<Result<Vec<_>>>()?;
-                (Served::Threads(clients), None, ConcurrencyModel::Threads)
+                (Served::Threads(clients), None)
             }
             Concurrency::Multiplexed(connect) | Concurrency::Pool { connect, .. } => {
                 let connections = spec.concurrency.connections(callers);
@@ -92,11 +93,7 @@ impl Callers {
                 } else {
                     Served::Threads(handles.into_iter().filter_map(into_blocking).collect())
                 };
-                let model = match spec.concurrency {
-                    Concurrency::Multiplexed(_) => ConcurrencyModel::Multiplexed,
-                    _ => ConcurrencyModel::Pool,
-                };
-                (served, Some(shared), model)
+                (served, Some(shared))
             }
         };
         let mut callers_ = Callers {
@@ -104,8 +101,8 @@ impl Callers {
             runtime,
             local,
             _shared: shared,
-            model,
-            connections: spec.concurrency.connections(callers),
+            model: model_of(spec.concurrency),
+            connections: 0,
         };
         if callers_.count() != callers {
             return Err(Error::Protocol(format!(
@@ -114,6 +111,8 @@ impl Callers {
             )));
         }
         callers_.round(w, 2, false)?;
+        // Counted after a round, so a pool that connects lazily has connected.
+        callers_.connections = open_sockets().saturating_sub(sockets_before);
         Ok(callers_)
     }
 
@@ -135,6 +134,29 @@ impl Callers {
             }
         }
     }
+}
+
+/// The row's name for a spec's concurrency model.
+pub fn model_of(concurrency: Concurrency) -> ConcurrencyModel {
+    match concurrency {
+        Concurrency::Threads => ConcurrencyModel::Threads,
+        Concurrency::Multiplexed(_) => ConcurrencyModel::Multiplexed,
+        Concurrency::Pool { .. } => ConcurrencyModel::Pool,
+    }
+}
+
+/// The sockets this process has open (its file descriptors that are sockets). The difference
+/// across a client's connect is what the client really opened, whatever its spec declares: a
+/// pool that a single caller also gets opens all of its connections (fred's), another opens
+/// one (memcache's r2d2 pool, sized to one for one caller). Nothing else of the bench opens a
+/// socket while a pair connects.
+pub fn open_sockets() -> usize {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count()
 }
 
 fn into_async(handle: Handle) -> Option<Box<dyn AsyncClient>> {

@@ -407,7 +407,7 @@ fn run_pair(
     w: &Workload,
     items: &[(&[u8], &[u8])],
 ) -> Row {
-    let row = results::new_row(cell, spec.name, kind(spec));
+    let mut row = results::new_row(cell, spec.name, kind(spec));
     if let Some(reason) = spec.slow_round_trip
         && (cell.op == Op::PipelineSet || cell.concurrency > 1)
     {
@@ -416,6 +416,7 @@ fn run_pair(
             format!("not run: every round trip is slow by design ({reason})"),
         );
     }
+    let sockets_before = callers::open_sockets();
     let mut driver = match Driver::connect(spec, endpoint, &bench_options()) {
         Ok(driver) => driver,
         Err(err) => return row.fail(Status::Failed, pair_error(h, cell, "connect", err)),
@@ -433,6 +434,9 @@ fn run_pair(
             return row.fail(Status::Failed, pair_error(h, cell, "verification", err));
         }
     };
+    // Counted after verification, so a pool that connects lazily has connected.
+    row.model = callers::model_of(spec.concurrency);
+    row.connections = callers::open_sockets().saturating_sub(sockets_before) as u32;
     #[cfg(feature = "fault-injection")]
     maybe_stop_server(h, cell, spec.name);
     if cell.concurrency > 1 {

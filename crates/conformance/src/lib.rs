@@ -32,7 +32,7 @@ use kvbench_core::{Backend, Client, ClientSpec, Error, Options, Transport};
 use kvbench_servers::Servers;
 
 pub use reference::Reference;
-pub use shared::{SHARED_BEHAVIOURS, SharedBehaviour};
+pub use shared::{SERVER_CLOSE, SHARED_BEHAVIOURS, SharedBehaviour};
 
 /// One behaviour of the kit.
 pub struct Behaviour {
@@ -540,7 +540,7 @@ pub fn cases(servers: &Arc<Servers>, clients: &[ClientSpec]) -> Vec<KitCase> {
             };
             for behaviour in SHARED_BEHAVIOURS {
                 let mut case = case(behaviour.name, Check::Shared(behaviour, connect));
-                if behaviour.name == "server_close" && servers.is_external(spec.backend) {
+                if behaviour.name == shared::SERVER_CLOSE && servers.is_external(spec.backend) {
                     // It runs on private servers of its own, which an external setup may not
                     // be able to start.
                     case.unavailable.get_or_insert_with(|| {

@@ -23,6 +23,10 @@ use crate::{Failure, Outcome, Reference, patterned_value, preview};
 /// The most callers a case runs at once (a pool is opened with its declared connections).
 pub(crate) const MOST_CALLERS: usize = OWN_REPLIES_CALLERS;
 
+/// The name of the shared behaviour in which the server closes every connection: a spec that
+/// declares a [`KnownDefect`](kvbench_core::KnownDefect) of this input may meet it with timeouts.
+pub const SERVER_CLOSE: &str = "server_close";
+
 /// Why `server_close` runs on servers of its own.
 pub(crate) const CLOSE_NEEDS: &str =
     "server_close closes every connection of its server, so it starts private servers of its own";
@@ -62,7 +66,7 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
         run: error_reply_to_one_caller,
     },
     SharedBehaviour {
-        name: "server_close",
+        name: SERVER_CLOSE,
         about: "the server closes every connection while callers are in flight (Redis: CLIENT KILL \
                 from the reference connection; memcached, which has no such command: its process \
                 is stopped), on servers of the case's own: a caller's first error is a connection \
@@ -531,7 +535,7 @@ fn server_close(c: &mut SharedCase) -> Outcome {
     let timeout_is_known = c
         .known_defects
         .iter()
-        .any(|defect| defect.input == "server_close");
+        .any(|defect| defect.input == SERVER_CLOSE);
     std::thread::scope(|scope| {
         let closer = scope.spawn(|| {
             let started = Instant::now();

@@ -101,7 +101,7 @@ fn one_client_per_backend_and_kind(
 fn expected_cases(specs: &[ClientSpec]) -> usize {
     let shared = kvbench_conformance::SHARED_BEHAVIOURS
         .iter()
-        .filter(|behaviour| behaviour.name != "server_close")
+        .filter(|behaviour| behaviour.name != kvbench_conformance::SERVER_CLOSE)
         .count();
     specs
         .iter()

@@ -138,7 +138,7 @@ fn silent_server_times_out_instead_of_hanging() {
 /// fred 10.1 without a reconnect policy does not notice that the server closed an idle
 /// connection: the client still says it is connected, and every later command waits out the
 /// command timeout instead of failing with an I/O error. The single client and the pool alike;
-/// the conformance kit's `server_close` meets it with the pool (the crate's known defect). If
+/// the conformance kit's `server_close` meets it with either (the crate's known defect). If
 /// this changes, update the defect.
 #[test]
 fn a_closed_idle_connection_fails_later_commands_only_by_their_timeout() {

@@ -273,7 +273,8 @@ pub struct Row {
     pub error: Option<String>,
     /// Callers in flight.
     pub concurrency: u32,
-    /// Sockets the client opened for them.
+    /// Sockets the client opened for them, counted (the bench's open sockets after connecting,
+    /// less those before).
     pub connections: u32,
     /// How the callers share the connections.
     pub model: ConcurrencyModel,
