@@ -115,7 +115,7 @@ pub fn parse_line(buf: &[u8]) -> Result<Option<(MetaReply, usize)>, ReplyError> 
     for flag in tokens {
         // A flag is one letter and its token; letters this reader has no use for are skipped.
         let token = flag.start + 1..flag.end;
-        match line.get(flag.start) {
+        match line.get(flag.clone()).and_then(<[u8]>::first) {
             None => return Err(ReplyError::BadMetaLine("empty flag")),
             Some(b'O') => reply.opaque = Some(token),
             Some(b'k') => reply.key = Some(token),

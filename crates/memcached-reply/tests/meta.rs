@@ -250,6 +250,7 @@ proptest! {
         let buf = [header, data.clone(), b"\r\n".to_vec()].concat();
         let reply = complete(&buf);
         prop_assert_eq!(reply.status, Status::Value(buf.len() - 2 - data.len()..buf.len() - 2));
-        prop_assert_eq!(&buf[reply.opaque.unwrap()], opaque.to_string().as_bytes());
+        let opaque = opaque.to_string();
+        prop_assert_eq!(&buf[reply.opaque.unwrap()], opaque.as_bytes());
     }
 }
