@@ -19,6 +19,7 @@ pub fn all() -> Vec<ClientSpec> {
         kvbench_buffered::SPEC,
         kvbench_inline::SPEC,
         kvbench_memcached_text::SPEC,
+        kvbench_memcached_meta::SPEC,
         kvbench_multiplexed::SPEC,
         kvbench_multiplexed::SPEC_MEMCACHED,
         kvbench_lib_redis::SPEC_SYNC,

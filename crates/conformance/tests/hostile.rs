@@ -1,7 +1,11 @@
 //! Hostile servers: every client against a scripted fake server that answers a `get` with bytes
 //! no honest server sends — a reply cut short, a wrong type byte, an absurd or negative length, a
 //! missing CRLF, a connection closed mid-value, a reply dripped a byte at a time, arrays nested
-//! a hundred thousand deep, a memcached `VALUE` whose byte count disagrees with its data.
+//! a hundred thousand deep, a memcached `VALUE` whose byte count disagrees with its data. A
+//! hand-written memcached client meets the cases of the dialect it speaks (text or meta, found by
+//! the command it sends, not by its name); the meta cases include quiet `set_many` batches, among
+//! them one answered with a single failure in the middle, which the client must report with that
+//! item's key, leaving nothing unread for the next call.
 //!
 //! **Hand-written clients are judged.** Each case is a test named `client/transport/case`. The
 //! client must return the expected typed error (`Protocol`, `Timeout` or `Io`) within its read
@@ -78,18 +82,48 @@ const CHILD_VAR: &str = "KVBENCH_HOSTILE_CHILD";
 /// The key every case asks for; memcached fakes echo it in their `VALUE` lines.
 const KEY: &[u8] = b"k";
 
+/// The keys of a quiet-batch case, in order: the fake names item `i` by its opaque `O<i>`.
+const BATCH_KEYS: [&str; 5] = ["item-0", "item-1", "item-2", "item-3", "item-4"];
+
 /// The error a hand-written client must return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
     Protocol,
     Timeout,
     Io,
+    /// `Server`, naming this batch key and no other; the connection stays usable.
+    ServerErrorFor(&'static str),
+}
+
+/// The first call a case makes (the second is always a `get`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Get,
+    /// `set_many` of [`BATCH_KEYS`]: a quiet batch, in the meta protocol.
+    QuietBatch,
+}
+
+impl Call {
+    /// Runs the call; a batch that succeeds reads as `Ok(None)`, having no value to return.
+    fn run(self, client: &mut dyn kvbench_core::Client) -> kvbench_core::Result<Option<Vec<u8>>> {
+        match self {
+            Call::Get => client.get(KEY),
+            Call::QuietBatch => {
+                let items: Vec<(&[u8], &[u8])> = BATCH_KEYS
+                    .iter()
+                    .map(|key| (key.as_bytes(), &b"v"[..]))
+                    .collect();
+                client.set_many(&items).map(|()| None)
+            }
+        }
+    }
 }
 
 struct Case {
     name: &'static str,
     dialect: Dialect,
     answer: Answer,
+    call: Call,
     /// `None` for cases only library clients meet (the binary protocol).
     expect: Option<Expect>,
     /// Most bytes a hand-written client may allocate during the call.
@@ -101,6 +135,7 @@ fn case(name: &'static str, dialect: Dialect, expect: Expect, answer: Answer) ->
         name,
         dialect,
         answer,
+        call: Call::Get,
         expect: Some(expect),
         alloc_limit: SMALL_ALLOC_LIMIT,
     }
@@ -278,6 +313,110 @@ fn memcached_text_cases() -> Vec<Case> {
     ]
 }
 
+/// The meta protocol's faults (`mg k v k O0` is answered `VA <size> kk O0\r\n<data>\r\n`), and
+/// quiet batches: `ms item-<i> 1 q O<i>` for each of [`BATCH_KEYS`], then `mn`, answered as one.
+fn memcached_meta_cases() -> Vec<Case> {
+    use Dialect::MemcachedMeta as Meta;
+    use Expect::*;
+    // What the fake answers `mg k v k O0` with before it falls silent.
+    let then_silence: [(&'static str, Expect, &[u8]); 13] = [
+        (
+            "truncated_reply_then_silence",
+            Timeout,
+            b"VA 5 kk O0\r\nhel",
+        ),
+        ("unknown_status_line", Protocol, b"XX O0\r\n"),
+        ("wrong_type_byte", Protocol, b"$5\r\nhello\r\n"),
+        (
+            "text_protocol_reply",
+            Protocol,
+            b"VALUE k 0 5\r\nhello\r\nEND\r\n",
+        ),
+        ("absurd_value_length", Protocol, b"VA 99999999999 kk O0\r\n"),
+        ("negative_value_length", Protocol, b"VA -5 kk O0\r\n"),
+        (
+            "byte_count_below_the_data",
+            Protocol,
+            b"VA 3 kk O0\r\nhello\r\n",
+        ),
+        (
+            "byte_count_above_the_data",
+            Protocol,
+            b"VA 8 kk O0\r\nhello\r\nEN\r\n",
+        ),
+        (
+            "value_for_another_key",
+            Protocol,
+            b"VA 5 kother O0\r\nhello\r\n",
+        ),
+        (
+            "reply_for_another_opaque",
+            Protocol,
+            b"VA 5 kk O9\r\nhello\r\n",
+        ),
+        ("no_op_reply_to_a_get", Protocol, b"MN\r\n"),
+        ("bare_lf_in_status", Protocol, b"EN\n"),
+        ("line_without_end", Protocol, &[b'a'; 4 * 1024]),
+    ];
+    let mut cases: Vec<Case> = (then_silence.into_iter())
+        .map(|(name, expect, answer)| case(name, Meta, expect, silence(answer)))
+        .collect();
+    let largest_value = format!(
+        "VA {} kk O0\r\nhello",
+        kvbench_memcached_reply::MAX_VALUE_LEN
+    );
+    cases.push(case(
+        "closed_mid_value",
+        Meta,
+        Io,
+        close(b"VA 10 kk O0\r\nhello"),
+    ));
+    cases.push(case(
+        "dripped_past_the_timeout",
+        Meta,
+        Timeout,
+        drip(b"VA 1 kk O0\r\nx\r\n"),
+    ));
+    cases.push(Case {
+        alloc_limit: 2 * kvbench_memcached_reply::MAX_VALUE_LEN,
+        ..case(
+            "largest_allowed_value_then_silence",
+            Meta,
+            Timeout,
+            silence(largest_value),
+        )
+    });
+    // Quiet batches. The third item was not stored, and the next call, a get, is answered with
+    // a miss, which the client reads as its own only if it read the batch's reply up to its MN.
+    let failure_in_the_middle = Answer::Then {
+        reply: b"NS O2\r\nMN\r\n".to_vec(),
+        next: Box::new(silence(b"EN\r\n")),
+    };
+    let batches = [
+        (
+            "quiet_batch_failure_in_the_middle",
+            ServerErrorFor("item-2"),
+            failure_in_the_middle,
+        ),
+        (
+            "quiet_batch_failure_for_no_item",
+            Protocol,
+            silence(b"NS O9\r\nMN\r\n"),
+        ),
+        (
+            "quiet_batch_success_not_quiet",
+            Protocol,
+            silence(b"HD O0\r\nMN\r\n"),
+        ),
+        ("quiet_batch_never_closed", Timeout, silence(b"NS O2\r\n")),
+    ];
+    cases.extend(batches.into_iter().map(|(name, expect, answer)| Case {
+        call: Call::QuietBatch,
+        ..case(name, Meta, expect, answer)
+    }));
+    cases
+}
+
 /// Binary-protocol faults, for the `memcache` crate's default protocol (no hand-written client
 /// speaks it). A GET response: header, 4 bytes of flags (extras), then the value.
 fn memcached_binary_cases() -> Vec<Case> {
@@ -291,6 +430,7 @@ fn memcached_binary_cases() -> Vec<Case> {
         name,
         dialect: Dialect::MemcachedBinary,
         answer,
+        call: Call::Get,
         expect: None,
         alloc_limit: 0,
     };
@@ -330,13 +470,18 @@ fn cases_for(spec: &ClientSpec) -> Vec<Case> {
     match spec.backend {
         Backend::Redis => redis_cases(),
         // A memcached library speaks the binary or the text protocol: its spec says which by the
-        // cases it declares outcomes for. Hand-written memcached clients speak text.
+        // cases it declares outcomes for. A hand-written memcached client speaks text or meta:
+        // the command it sends says which.
         Backend::Memcached
             if spec.kind == Kind::Library && declares(spec, &memcached_binary_cases()) =>
         {
             memcached_binary_cases()
         }
-        Backend::Memcached => memcached_text_cases(),
+        Backend::Memcached if spec.kind == Kind::Library => memcached_text_cases(),
+        Backend::Memcached => match fake::memcached_dialect(spec) {
+            Dialect::MemcachedMeta => memcached_meta_cases(),
+            _ => memcached_text_cases(),
+        },
     }
 }
 
@@ -471,7 +616,9 @@ fn observe(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<Obser
     let live_before = peak_alloc::reset_thread_peak();
     peak_alloc::reset_largest_request();
     let started = Instant::now();
-    let first = Outcome::of(catch_unwind(AssertUnwindSafe(|| client.get(KEY))));
+    let first = Outcome::of(catch_unwind(AssertUnwindSafe(|| {
+        case.call.run(&mut *client)
+    })));
     let elapsed = started.elapsed();
     let peak_growth = peak_alloc::thread_peak().saturating_sub(live_before);
     let second = Outcome::of(catch_unwind(AssertUnwindSafe(|| client.get(KEY))));
@@ -505,6 +652,10 @@ fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String,
         (Outcome::Failed(Error::Protocol(_)), Expect::Protocol)
         | (Outcome::Failed(Error::Timeout(_)), Expect::Timeout)
         | (Outcome::Failed(Error::Io(_)), Expect::Io) => true,
+        // The item's key and no other batch key: the failure is attributed to its item.
+        (Outcome::Failed(Error::Server(msg)), Expect::ServerErrorFor(key)) => {
+            BATCH_KEYS.iter().all(|k| msg.contains(k) == (*k == key))
+        }
         (Outcome::Panicked(msg), _) => return fail(format!("the client panicked: {msg}")),
         _ => false,
     };
@@ -524,8 +675,13 @@ fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String,
             peak_alloc::human(case.alloc_limit)
         ));
     }
+    // An item that failed leaves the stream in step: the next call reads its own reply, the
+    // case's miss. Anything else leaves it out of step: the next call fails at once.
+    let in_step = matches!(expect, Expect::ServerErrorFor(_));
     match &seen.second {
-        Outcome::Failed(err) if err.breaks_connection() => {}
+        Outcome::Miss if in_step => {}
+        Outcome::Failed(err) if err.breaks_connection() && !in_step => {}
+        other if in_step => return fail(format!("the next call should miss, got {other:?}")),
         other => return fail(format!("the next call should fail at once, got {other:?}")),
     }
     if seen.server.bytes_after_answer != 0 || seen.server.connections != 1 {

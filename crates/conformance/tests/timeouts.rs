@@ -58,7 +58,7 @@ fn options() -> Options {
 fn dialect(spec: &ClientSpec) -> Dialect {
     match spec.backend {
         Backend::Redis => Dialect::Resp,
-        Backend::Memcached => Dialect::MemcachedText,
+        Backend::Memcached => fake::memcached_dialect(spec),
     }
 }
 
@@ -118,12 +118,14 @@ fn read_timeout_on_a_silent_server(spec: &ClientSpec, transport: Transport) -> R
 // ---------------------------------------------------------------------------------------------
 
 fn never_reading_server(spec: &ClientSpec, transport: Transport) -> FakeServer {
-    let reply: &[u8] = match spec.backend {
-        Backend::Redis => b"+OK\r\n",
-        Backend::Memcached => b"STORED\r\n",
+    let dialect = dialect(spec);
+    let reply: &[u8] = match dialect {
+        Dialect::Resp => b"+OK\r\n",
+        Dialect::MemcachedMeta => b"HD O0\r\n",
+        Dialect::MemcachedText | Dialect::MemcachedBinary => b"STORED\r\n",
     };
     let prefill = reply.repeat(PREFILLED_REPLIES);
-    FakeServer::start(dialect(spec), transport, Behaviour::NeverReads { prefill })
+    FakeServer::start(dialect, transport, Behaviour::NeverReads { prefill })
 }
 
 fn write_timeout_on_a_server_that_never_reads(

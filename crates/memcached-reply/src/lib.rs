@@ -1,8 +1,9 @@
 //! `kvbench-memcached-reply`: the sans-I/O reader of memcached text replies — bytes in, a reply
 //! or "need more" out — kept apart from the client so that it can be tested on byte literals and
 //! fuzzed without a server. It gives up nothing at run time and leaves every `read` to
-//! `memcached-text` (which re-exports it as `kvbench_memcached_text::reply`). Compare it with
-//! `kvbench-resp`, the same idea for RESP.
+//! `memcached-text` (which re-exports it as `kvbench_memcached_text::reply`) and, for the meta
+//! protocol's replies ([`meta`]), to `memcached-meta`. Compare it with `kvbench-resp`, the same
+//! idea for RESP.
 //!
 //! [`decode`] is given the bytes received so far and answers one of three things: a complete reply
 //! of `n` bytes (`Ok(Some((reply, n)))`), "need more bytes" (`Ok(None)`, a normal outcome, not an
@@ -15,6 +16,8 @@
 //! Every length the peer claims is checked before the caller can allocate for it: a line is at
 //! most [`MAX_LINE_LEN`] bytes, a value at most [`MAX_VALUE_LEN`].
 #![deny(missing_docs)]
+
+pub mod meta;
 
 use std::ops::Range;
 
@@ -83,6 +86,12 @@ pub enum ReplyError {
     /// The announced number of data bytes is not followed by `\r\nEND\r\n`.
     #[error("value data not followed by \\r\\nEND\\r\\n (wrong byte count?)")]
     MissingEnd,
+    /// A meta value's announced number of data bytes is not followed by `\r\n`.
+    #[error("meta value data not followed by \\r\\n (wrong byte count?)")]
+    MissingDataEnd,
+    /// A meta reply line that is not `<code> <flags>*` (or `VA <size> <flags>*`).
+    #[error("malformed meta reply line: {0}")]
+    BadMetaLine(&'static str),
     /// A line that is none of the replies above.
     #[error("unknown reply line {0:?}")]
     UnknownLine(String),
@@ -95,19 +104,9 @@ pub enum ReplyError {
 /// The `usize` is the length of the line, CRLF included.
 #[inline]
 pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
-    let searched = &buf[..buf.len().min(MAX_LINE_LEN)];
-    let Some(lf) = searched.iter().position(|&byte| byte == b'\n') else {
-        return if buf.len() >= MAX_LINE_LEN {
-            Err(ReplyError::LineTooLong)
-        } else {
-            Ok(None)
-        };
+    let Some((line, line_len)) = line(buf)? else {
+        return Ok(None);
     };
-    let Some(cr) = lf.checked_sub(1).filter(|&cr| buf[cr] == b'\r') else {
-        return Err(ReplyError::BareLineFeed);
-    };
-    let line = &buf[..cr];
-    let line_len = lf + 1;
     let reply = match line {
         b"END" => Reply::End,              // END\r\n
         b"STORED" => Reply::Stored,        // STORED\r\n
@@ -122,12 +121,29 @@ pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
             } else if let Some(msg) = message(line, b"SERVER_ERROR") {
                 Reply::ServerError(msg) // SERVER_ERROR <msg>\r\n
             } else {
-                let shown = &line[..line.len().min(64)];
-                return Err(ReplyError::UnknownLine(shown.escape_ascii().to_string()));
+                return Err(unknown_line(line));
             }
         }
     };
     Ok(Some((reply, line_len)))
+}
+
+/// The first CRLF-ended line of `buf`, without its CRLF, and its length with it; `None` if its
+/// end has not arrived yet. The end is looked for in the first [`MAX_LINE_LEN`] bytes only.
+#[inline]
+fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ReplyError> {
+    let searched = &buf[..buf.len().min(MAX_LINE_LEN)];
+    let Some(lf) = searched.iter().position(|&byte| byte == b'\n') else {
+        return if buf.len() >= MAX_LINE_LEN {
+            Err(ReplyError::LineTooLong)
+        } else {
+            Ok(None)
+        };
+    };
+    match lf.checked_sub(1).filter(|&cr| buf[cr] == b'\r') {
+        Some(cr) => Ok(Some((&buf[..cr], lf + 1))),
+        None => Err(ReplyError::BareLineFeed),
+    }
 }
 
 /// Decodes one complete reply from the start of `buf`: `Ok(Some((reply, n)))` when its `n` bytes
@@ -136,14 +152,37 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
     let Some((reply, line_len)) = parse_line(buf)? else {
         return Ok(None);
     };
-    let Reply::Value { data, .. } = &reply else {
-        return Ok(Some((reply, line_len)));
-    };
     // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n: the data is found by its count, never by
     // scanning it, which is what makes values binary-safe in a line-based protocol.
-    let len = data.end + VALUE_TRAILER.len();
-    let complete = trailer_complete(buf.get(data.end..).unwrap_or_default())?;
-    Ok(complete.then_some((reply, len)))
+    let data_end = match &reply {
+        Reply::Value { data, .. } => Some(data.end),
+        _ => None,
+    };
+    with_data(
+        buf,
+        (reply, line_len),
+        data_end,
+        VALUE_TRAILER,
+        ReplyError::MissingEnd,
+    )
+}
+
+/// A reply whose line is `line_len` bytes: complete as it is, or, for a value whose data ends at
+/// `data_end`, once the data and the `trailer` after it are all in `buf` (a wrong trailer byte is
+/// `wrong`, at once).
+fn with_data<R>(
+    buf: &[u8],
+    (reply, line_len): (R, usize),
+    data_end: Option<usize>,
+    trailer: &[u8],
+    wrong: ReplyError,
+) -> Result<Option<(R, usize)>, ReplyError> {
+    let Some(data_end) = data_end else {
+        return Ok(Some((reply, line_len)));
+    };
+    let after_data = buf.get(data_end..).unwrap_or_default();
+    let complete = starts_with_trailer(after_data, trailer, wrong)?;
+    Ok(complete.then_some((reply, data_end + trailer.len())))
 }
 
 /// Whether `after_data`, the bytes received after a value's data, begin with the whole
@@ -151,11 +190,20 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
 /// rather than at a timeout.
 #[inline]
 pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
-    let seen = after_data.len().min(VALUE_TRAILER.len());
-    if after_data[..seen] != VALUE_TRAILER[..seen] {
-        return Err(ReplyError::MissingEnd);
+    starts_with_trailer(after_data, VALUE_TRAILER, ReplyError::MissingEnd)
+}
+
+/// Whether `after_data` begins with the whole `trailer`; `wrong` as soon as a byte differs.
+fn starts_with_trailer(
+    after_data: &[u8],
+    trailer: &[u8],
+    wrong: ReplyError,
+) -> Result<bool, ReplyError> {
+    let seen = after_data.len().min(trailer.len());
+    if after_data[..seen] != trailer[..seen] {
+        return Err(wrong);
     }
-    Ok(seen == VALUE_TRAILER.len())
+    Ok(seen == trailer.len())
 }
 
 /// `VALUE <key> <flags> <bytes>`, given the whole line and its length with CRLF.
@@ -197,6 +245,12 @@ fn decimal(digits: &[u8]) -> Option<u64> {
             .saturating_add(u64::from(digit - b'0'))
     };
     Some(digits.iter().fold(0, push_digit))
+}
+
+/// A line no reply starts with, shown (its first 64 bytes) in the error.
+fn unknown_line(line: &[u8]) -> ReplyError {
+    let shown = &line[..line.len().min(64)];
+    ReplyError::UnknownLine(shown.escape_ascii().to_string())
 }
 
 /// For `<prefix> <msg>` (or a bare `<prefix>`), the range of `<msg>`.

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use kvbench_core::{Endpoint, Transport};
+use kvbench_core::{ClientSpec, Endpoint, Options, Transport};
 
 /// How long a connection handler waits for bytes before it checks whether the test is over.
 const POLL: Duration = Duration::from_millis(20);
@@ -29,6 +29,9 @@ pub enum Dialect {
     Resp,
     /// memcached's text protocol.
     MemcachedText,
+    /// memcached's meta protocol (`mg`, `ms`, `md`, `mn`). The fake parses requests the same way
+    /// in both dialects; the cases differ in what they answer.
+    MemcachedMeta,
     /// memcached's binary protocol (24-byte headers).
     MemcachedBinary,
 }
@@ -42,6 +45,9 @@ pub enum Answer {
     ThenClose(Vec<u8>),
     /// These bytes one at a time, `every` apart, then silence.
     Drip { bytes: Vec<u8>, every: Duration },
+    /// `reply` to this request, and `next` to the request after it: for a case whose first call
+    /// must leave the connection usable, shown by the second call's reply.
+    Then { reply: Vec<u8>, next: Box<Answer> },
 }
 
 /// How the fake treats each connection.
@@ -55,7 +61,7 @@ pub enum Behaviour {
 }
 
 /// What the server side saw, once the test is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// Connections accepted in all.
     pub connections: usize,
@@ -65,6 +71,8 @@ pub struct Report {
     pub bytes_after_answer: usize,
     /// Whether a request ever triggered the scripted answer.
     pub answered: bool,
+    /// The name of the first request the script answered (upper case), if any.
+    pub first_request: Option<String>,
 }
 
 #[derive(Default)]
@@ -74,6 +82,7 @@ struct Shared {
     connections: AtomicUsize,
     connections_after_answer: AtomicUsize,
     bytes_after_answer: AtomicUsize,
+    first_request: Mutex<Option<String>>,
     handlers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -185,6 +194,7 @@ impl FakeServer {
             connections_after_answer: self.shared.connections_after_answer.load(Ordering::SeqCst),
             bytes_after_answer: self.shared.bytes_after_answer.load(Ordering::SeqCst),
             answered: self.shared.answered.load(Ordering::SeqCst),
+            first_request: self.shared.first_request.lock().unwrap().clone(),
         }
     }
 
@@ -248,7 +258,7 @@ fn accept_loop(listener: Listener, dialect: Dialect, behaviour: Behaviour, share
 fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared) {
     conn.set_read_timeout(Some(POLL))
         .expect("handler read timeout");
-    let answer = match behaviour {
+    let mut answer = match behaviour {
         Behaviour::NeverReads { prefill } => {
             // Replies for requests not yet sent: the client finds each reply waiting as long as
             // its request could be written.
@@ -295,6 +305,16 @@ fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared
                 }
                 continue;
             }
+            (shared.first_request.lock().unwrap()).get_or_insert(request.name);
+            if let Answer::Then { reply, next } = &answer {
+                // A request answered on the way to the last one: the connection goes on.
+                pending.drain(..used);
+                if conn.write_all(reply).is_err() {
+                    return;
+                }
+                answer = (**next).clone();
+                continue;
+            }
             // The request the script answers. Bytes already behind it were sent after it.
             shared.answered.store(true, Ordering::SeqCst);
             answered_here = true;
@@ -311,6 +331,7 @@ fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared
                     conn.shutdown();
                     return;
                 }
+                Answer::Then { .. } => unreachable!("answered above"),
                 Answer::Drip { bytes, every } => {
                     // A second handle writes, so that this one keeps reading (and counting).
                     let mut writer = conn.try_clone().expect("clone fake connection");
@@ -374,23 +395,20 @@ fn parse_request(dialect: Dialect, buf: &[u8]) -> Option<(Request, usize)> {
             let name = words.next().unwrap_or_default();
             Some((named(name, words.next().unwrap_or_default()), end))
         }
-        Dialect::MemcachedText => {
-            // <command> <key> ...\r\n, and for storage commands <data>\r\n after it.
-            let end = buf.iter().position(|&b| b == b'\n')? + 1;
-            let words: Vec<&[u8]> = buf[..end]
-                .split(u8::is_ascii_whitespace)
-                .filter(|w| !w.is_empty())
-                .collect();
-            let name = words.first().copied().unwrap_or_default();
-            let data_len = match name {
-                b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => words
-                    .get(4)
-                    .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
-                    .map_or(0, |n| n + 2),
-                _ => 0,
-            };
-            let used = end + data_len;
-            (buf.len() >= used).then(|| (named(name, b""), used))
+        Dialect::MemcachedText | Dialect::MemcachedMeta => {
+            // Quiet meta commands (flag `q`) get no reply of their own: with the commands after
+            // them, up to the first one that is not quiet (`mn`), they are one request, which
+            // the server answers as one.
+            let mut used = 0;
+            let mut first = None;
+            loop {
+                let (name, len, quiet) = memcached_command(&buf[used..])?;
+                used += len;
+                let name = *first.get_or_insert(name);
+                if !quiet {
+                    return Some((named(name, b""), used));
+                }
+            }
         }
         Dialect::MemcachedBinary => {
             // A 24-byte header whose bytes 8..12 give the body length, then the body.
@@ -407,6 +425,54 @@ fn parse_request(dialect: Dialect, buf: &[u8]) -> Option<(Request, usize)> {
                 (request, used)
             })
         }
+    }
+}
+
+/// One memcached command at the start of `buf`: its name, its length (for storage commands, its
+/// data block included) and whether it is a quiet meta command; `None` if it is not all here.
+fn memcached_command(buf: &[u8]) -> Option<(&[u8], usize, bool)> {
+    // <command> <key> ...\r\n, and for storage commands <data>\r\n after it.
+    let end = buf.iter().position(|&b| b == b'\n')? + 1;
+    let words: Vec<&[u8]> = buf[..end]
+        .split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let name = words.first().copied().unwrap_or_default();
+    // The word that holds the data's length: `set <key> <flags> <exptime> <bytes>`,
+    // `ms <key> <bytes>`.
+    let length_word = match name {
+        b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => Some(4),
+        b"ms" => Some(2),
+        _ => None,
+    };
+    let data_len = length_word
+        .and_then(|i| words.get(i))
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+        .map_or(0, |n| n + 2);
+    let quiet = matches!(name, b"mg" | b"ms" | b"md")
+        && words.iter().skip(2).any(|&w| w == b"q".as_slice());
+    let used = end + data_len;
+    (buf.len() >= used).then_some((name, used, quiet))
+}
+
+/// The memcached dialect a hand-written client speaks, found by what it sends rather than by its
+/// name: a fake server records the first command of a `get` (`get` in the text protocol, `mg` in
+/// the meta protocol) and closes the connection at once.
+pub fn memcached_dialect(spec: &ClientSpec) -> Dialect {
+    let close = Behaviour::Hostile(Answer::ThenClose(Vec::new()));
+    let server = FakeServer::start(Dialect::MemcachedText, spec.transports[0], close);
+    let quick = Duration::from_millis(500);
+    let options = Options {
+        connect_timeout: quick,
+        read_timeout: quick,
+        write_timeout: quick,
+    };
+    if let Ok(mut client) = (spec.connect)(server.endpoint(), &options) {
+        let _ = client.get(b"k");
+    }
+    match server.finish().first_request.as_deref() {
+        Some("MG") => Dialect::MemcachedMeta,
+        _ => Dialect::MemcachedText,
     }
 }
 
@@ -429,7 +495,7 @@ fn handshake_reply(dialect: Dialect, request: &Request) -> Option<Vec<u8>> {
             ("CLIENT" | "SELECT" | "AUTH" | "READONLY", _) => Some(b"+OK\r\n".to_vec()),
             _ => None,
         },
-        Dialect::MemcachedText => match request.name.as_str() {
+        Dialect::MemcachedText | Dialect::MemcachedMeta => match request.name.as_str() {
             "VERSION" => Some(b"VERSION 1.6.18\r\n".to_vec()),
             _ => None,
         },

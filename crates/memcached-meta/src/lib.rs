@@ -1,0 +1,408 @@
+//! `memcached-meta`: a hand-written client for memcached's meta protocol (memcached 1.6 and later),
+//! and its lesson is **quiet mode**: the server answers only failures, so a pipelined SET of N
+//! items reads almost nothing back. It is the memcached counterpart of a pipeline whose replies
+//! are ignored, except that nothing is ignored: a failure still comes back, and names its item.
+//! It gives up reading while it writes a batch, and (like `memcached-text`) keys holding spaces or
+//! control bytes, CAS, client flags and multi-key gets. Compare it with `memcached-text`, the
+//! same client in the text protocol, which reads one `STORED` per item.
+//!
+//! # What it teaches
+//!
+//! - **Quiet mode, closed by a no-op.** [`MetaClient::set_many`] sends each item as
+//!   `ms <key> <bytes> q O<i>\r\n<data>\r\n`. The `q` flag tells the server to say nothing when
+//!   the item is stored (`HD`); a failure (`NS` not stored, `EX`, `NF`) and every error line still
+//!   come back. After the last item, one `mn\r\n` (the no-op) asks for `MN\r\n`, which the server
+//!   sends only once everything before it is done: when it arrives, the batch is over. A batch of
+//!   a million stored items reads back four bytes, where `memcached-text` reads a million
+//!   `STORED\r\n` lines — the reads its pipeline spends its time on.
+//! - **Opaque tokens name what failed.** Once successes are silent, a reply can no longer be
+//!   matched to its command by counting. So each command carries `O<i>`, its index in the batch,
+//!   and the server copies the token into the reply: `NS O17` is the reply to the 18th item, and
+//!   the error names that item's key. An error line (`SERVER_ERROR ...`) carries no flags, so for
+//!   it the client can say only that some item failed. A single command is a batch of one: `O0`,
+//!   which its reply must echo, and `mg` also asks for the key back (`k`) and checks it.
+//! - **The same framing, shorter.** `mg <key> v k O0` is answered
+//!   `VA <bytes> k<key> O0\r\n<data>\r\n` or `EN\r\n`: a value is still found by its count,
+//!   never by scanning, so it may hold any byte. Replies are read by a sans-I/O decoder,
+//!   [`meta::parse_line`] in `kvbench-memcached-reply`, with its limits
+//!   ([`MAX_LINE_LEN`](kvbench_memcached_reply::MAX_LINE_LEN),
+//!   [`MAX_VALUE_LEN`](kvbench_memcached_reply::MAX_VALUE_LEN)). Keys are still fields on a
+//!   command line, so `memcached-text`'s key and value checks ([`check_key`], [`check_value`])
+//!   and its expiry rule ([`exptime`]) are reused: what cannot be carried is refused with
+//!   [`Error::InvalidInput`] before anything is written.
+//!
+//! # Cost model
+//!
+//! As `memcached-text`: one reused write buffer (a command goes out in one `write`), one reused
+//! [`ReadBuffer`], and one allocation per hit, the returned `Vec`. A `set_many` batch is written
+//! in writes of about [`WRITE_CHUNK_LEN`] bytes and, when every item is stored, read with one
+//! `read`: `MN\r\n`.
+//!
+//! # What it gives up
+//!
+//! - **Reading while writing.** The batch is written whole before anything is read. A stored item
+//!   answers nothing, so the server's replies cannot fill its socket buffer while this side still
+//!   writes, unless a great many items fail: then the server stops reading, our write blocks, and
+//!   the batch fails with [`Error::Timeout`] at the write timeout (connection broken) instead of
+//!   hanging. `memcached-text` reads between chunks because every item answers; here that would
+//!   cost a `read` per chunk for nothing in the common case.
+//! - **Stopping at the first failure.** The server reports failures only after it has read the
+//!   items behind them, so every item is sent; the first failure is returned (with how many items
+//!   failed) once the `MN` shows the batch is over, and items after it may be stored.
+//! - No multi-key get, CAS, client flags, base64 keys, server pools or reconnects; servers older
+//!   than memcached 1.6 answer `ERROR`. A connection that saw a malformed reply, an I/O error or a
+//!   timeout is marked broken and every later call fails without touching the socket.
+//!
+//! # Timeouts
+//!
+//! As `memcached-text`: [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has
+//! none in `std`), [`Options::write_timeout`] each `write`, and [`Options::read_timeout`] each
+//! `read` and also each whole reply line, however slowly its bytes trickle in.
+#![deny(missing_docs)]
+
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::time::Duration;
+
+use kvbench_core::{
+    Backend, Broken, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Options, Pipelining,
+    ReadBuffer, Result, Transport,
+};
+pub use kvbench_memcached_reply::meta;
+pub use kvbench_memcached_text::{check_key, check_value, exptime};
+use meta::{MetaReply, Refusal, Status};
+
+/// Read buffer size: reply lines are parsed in place, a value's data is copied (or read) into its
+/// own `Vec`. It must hold a whole line, or a full buffer could still need more.
+pub const READ_BUF_LEN: usize = 64 * 1024;
+const _: () = assert!(READ_BUF_LEN > kvbench_memcached_reply::MAX_LINE_LEN);
+
+/// A `set_many` batch is written whenever this many bytes of commands are waiting (a larger item
+/// makes a write of its own): it bounds the write buffer, not what is in flight, since nothing is
+/// read until the batch is over.
+pub const WRITE_CHUNK_LEN: usize = 64 * 1024;
+
+/// The opaque of a single command: it is item 0 of a batch of one.
+const SINGLE: &[u8] = b"0";
+
+/// This client in the suite's list.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "memcached-meta",
+    backend: Backend::Memcached,
+    transports: Transport::ALL,
+    kind: Kind::HandWritten,
+    summary: "hand-written meta protocol: quiet-mode pipeline (only failures are answered), \
+              opaque tokens, sans-I/O reader",
+    pipelining: Pipelining::Pipelined(
+        "quiet `ms ... q O<i>` commands written in 64 KiB writes, then one `mn`: only failures \
+         and the closing MN are read",
+    ),
+    limitations: &[],
+    slow_round_trip: None,
+    known_defects: &[],
+    hostile_outcomes: &[],
+    loopback_floor: false,
+    connect,
+    connect_async: None,
+    concurrency: Concurrency::Threads,
+};
+
+/// Connects to a memcached endpoint over TCP (with `TCP_NODELAY`: a command is one write) or a
+/// Unix socket, with `options`' timeouts.
+pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
+    let reply_timeout = Some(options.read_timeout);
+    Ok(match endpoint {
+        Endpoint::Tcp(addr) => {
+            let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
+            Box::new(MetaClient::new(stream, reply_timeout))
+        }
+        Endpoint::Unix(path) => {
+            let stream = kvbench_core::connect_unix_stream(path, options)?;
+            Box::new(MetaClient::new(stream, reply_timeout))
+        }
+    })
+}
+
+/// A connection speaking memcached's meta protocol over any byte stream.
+pub struct MetaClient<S> {
+    stream: S,
+    /// Reused for every command; a command (or a chunk of a batch) goes out in one write.
+    write_buf: Vec<u8>,
+    /// Received bytes not yet parsed; also bounds the time one whole reply line may take.
+    read_buf: ReadBuffer,
+    /// Set by the first error that leaves the stream out of step; the connection is not reused.
+    broken: Broken,
+}
+
+impl<S: Read + Write> MetaClient<S> {
+    /// Wraps a connected stream. `reply_timeout` fails a reply line that has not arrived in full
+    /// after that long, on top of the stream's own per-read timeout.
+    pub fn new(stream: S, reply_timeout: Option<Duration>) -> Self {
+        let mut read_buf = ReadBuffer::new(READ_BUF_LEN);
+        read_buf.set_reply_timeout(reply_timeout);
+        MetaClient {
+            stream,
+            write_buf: Vec::with_capacity(1024),
+            read_buf,
+            broken: Broken::default(),
+        }
+    }
+
+    /// True once an error has left the connection out of step; every call then fails at once.
+    pub fn is_broken(&self) -> bool {
+        self.broken.is_broken()
+    }
+
+    /// Runs one exchange; an error that leaves the stream out of step marks the connection broken.
+    fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let result = self.broken.check().and_then(|()| op(self));
+        self.broken.note(result)
+    }
+
+    /// Sends what is in the write buffer with one `write_all` and empties it for reuse.
+    fn flush(&mut self) -> Result<()> {
+        let sent = self.stream.write_all(&self.write_buf);
+        self.write_buf.clear();
+        Ok(sent?)
+    }
+
+    /// Reads the next reply line and hands it to `judge` with the bytes its ranges index; the line
+    /// is consumed whatever `judge` decides.
+    fn read_line<T>(&mut self, judge: impl FnOnce(&MetaReply, &[u8]) -> Result<T>) -> Result<T> {
+        self.read_buf.start_reply();
+        loop {
+            let pending = self.read_buf.pending();
+            if let Some((reply, len)) = meta::parse_line(pending)? {
+                let verdict = judge(&reply, pending);
+                self.read_buf.consume(len);
+                return verdict;
+            }
+            self.read_buf.fill(&mut self.stream)?;
+        }
+    }
+
+    /// The reply to the single command just sent about `key`: an error line becomes its error, and
+    /// an echoed opaque or key must be this command's, or replies and commands no longer line up.
+    fn read_reply(&mut self, key: &[u8]) -> Result<Status> {
+        self.read_line(|reply, line| {
+            if let Some(err) = error_line(&reply.status, line) {
+                return Err(err);
+            }
+            // A flag the reply copies back, if it is not what the command sent.
+            let mismatch = |token: &Option<Range<usize>>, sent: &[u8]| match token {
+                Some(token) if line[token.clone()] != *sent => Some(text(line, token)),
+                _ => None,
+            };
+            if let Some(opaque) = mismatch(&reply.opaque, SINGLE) {
+                let msg = format!("a reply for opaque {opaque} answers the command with O0");
+                return Err(Error::Protocol(msg));
+            }
+            if let Some(other) = mismatch(&reply.key, key) {
+                let msg = format!(
+                    "a reply for key {other} answers a command for {}",
+                    show(key)
+                );
+                return Err(Error::Protocol(msg));
+            }
+            Ok(reply.status.clone())
+        })
+    }
+
+    /// `<data>\r\n` after a `VA` header announcing `len` bytes (capped at 1 GiB by the decoder):
+    /// the data goes into a `Vec` of exactly that size, then its CRLF is checked.
+    fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
+        let value = self.read_buf.take_value(&mut self.stream, len)?;
+        loop {
+            if meta::trailer_complete(self.read_buf.pending())? {
+                self.read_buf.consume(meta::DATA_TRAILER.len());
+                return Ok(value);
+            }
+            self.read_buf.fill(&mut self.stream)?;
+        }
+    }
+
+    fn store(&mut self, key: &[u8], value: &[u8], exptime: Option<u64>) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        self.exchange(|c| {
+            encode_ms(&mut c.write_buf, key, value, exptime, None);
+            c.flush()?;
+            match c.read_reply(key)? {
+                Status::Done => Ok(()),
+                Status::Refused(Refusal::NotStored) => {
+                    Err(Error::Server(format!("NotStored for key {}", show(key))))
+                }
+                other => Err(unexpected(&other, "ms")),
+            }
+        })
+    }
+
+    /// The quiet batch behind `set_many`: every item, then `mn`, then the replies up to `MN`.
+    // ANCHOR: meta_quiet_batch
+    fn quiet_batch(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        for (i, (key, value)) in items.iter().enumerate() {
+            encode_ms(&mut self.write_buf, key, value, None, Some(i));
+            if self.write_buf.len() >= WRITE_CHUNK_LEN {
+                self.flush()?;
+            }
+        }
+        self.write_buf.extend_from_slice(b"mn\r\n");
+        self.flush()?;
+        // A stored item said nothing: what comes back is failures, then the MN.
+        let (mut first_failure, mut failures) = (None, 0);
+        while let Some(failure) = self.read_line(|reply, line| batch_reply(reply, line, items))? {
+            failures += 1;
+            first_failure.get_or_insert(failure);
+        }
+        match first_failure {
+            None => Ok(()),
+            Some(first) => Err(Error::Server(format!(
+                "{first}; {failures} of {} items failed",
+                items.len()
+            ))),
+        }
+    }
+    // ANCHOR_END: meta_quiet_batch
+}
+
+impl<S: Read + Write + Send> Client for MetaClient<S> {
+    // ANCHOR: meta_get
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        self.exchange(|c| {
+            encode(&mut c.write_buf, &[b"mg ", key, b" v k O", SINGLE, b"\r\n"]);
+            c.flush()?;
+            match c.read_reply(key)? {
+                Status::Value(data) => c.read_value(data.len()).map(Some),
+                Status::Miss => Ok(None),
+                other => Err(unexpected(&other, "mg")),
+            }
+        })
+    }
+    // ANCHOR_END: meta_get
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.store(key, value, None)
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.store(key, value, Some(exptime(ttl_secs)?))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        self.exchange(|c| {
+            encode(&mut c.write_buf, &[b"md ", key, b" O", SINGLE, b"\r\n"]);
+            c.flush()?;
+            match c.read_reply(key)? {
+                Status::Done => Ok(true),
+                Status::Refused(Refusal::NotFound) => Ok(false),
+                other => Err(unexpected(&other, "md")),
+            }
+        })
+    }
+
+    /// Quiet mode: see the crate docs. Every key and value is checked before anything is written,
+    /// so one bad key refuses the whole batch with nothing sent.
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        items
+            .iter()
+            .try_for_each(|(key, value)| check_key(key).and_then(|()| check_value(value)))?;
+        self.exchange(|c| c.quiet_batch(items))
+    }
+}
+
+/// One reply line inside a quiet batch: `Ok(None)` for the closing `MN`, `Ok(Some(why))` for an
+/// item that failed (named by its opaque, else unnamed), `Err` for anything that leaves the stream
+/// out of step — including a failure whose opaque names no item of the batch.
+fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Result<Option<String>> {
+    let refusal = match &reply.status {
+        Status::NoOp => return Ok(None),
+        Status::Refused(refusal) => refusal,
+        status => {
+            return match error_line(status, line) {
+                // The server read the item's data and skipped it: still in step.
+                Some(Error::Server(msg)) => Ok(Some(format!("{msg} for an item of the batch"))),
+                Some(err) => Err(err),
+                None => Err(unexpected(status, "a quiet ms")),
+            };
+        }
+    };
+    let index = reply.opaque.as_ref().and_then(|token| {
+        let digits = std::str::from_utf8(&line[token.clone()]).ok()?;
+        digits.parse::<usize>().ok()
+    });
+    match index.and_then(|i| items.get(i)) {
+        Some((key, _)) => Ok(Some(format!("{refusal:?} for key {}", show(key)))),
+        None => Err(Error::Protocol(format!(
+            "{refusal:?} with opaque {:?} names no item of a batch of {}",
+            reply.opaque.as_ref().map(|token| text(line, token)),
+            items.len()
+        ))),
+    }
+}
+
+/// The error an error line stands for, whatever the command. `SERVER_ERROR` means the server
+/// parsed the command and skipped its data: still in step, so [`Error::Server`]. `ERROR` and
+/// `CLIENT_ERROR` mean it could not parse our command, and may read its data as commands: out of
+/// step, so [`Error::Protocol`] (keys and lengths are checked before sending, so neither should
+/// happen).
+fn error_line(status: &Status, line: &[u8]) -> Option<Error> {
+    match status {
+        Status::ServerError(msg) => {
+            Some(Error::Server(format!("SERVER_ERROR {}", text(line, msg))))
+        }
+        Status::ClientError(msg) => {
+            let msg = format!("CLIENT_ERROR {}", text(line, msg));
+            Some(Error::Protocol(msg))
+        }
+        Status::Error => Some(Error::Protocol("ERROR: unknown command".into())),
+        _ => None,
+    }
+}
+
+/// A well-formed reply that belongs to another command: replies and commands no longer line up.
+fn unexpected(status: &Status, command: &str) -> Error {
+    Error::Protocol(format!("{status:?} answers {command}"))
+}
+
+fn text(line: &[u8], range: &Range<usize>) -> String {
+    show(&line[range.clone()])
+}
+
+fn show(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
+}
+
+/// Appends one command, part by part, to the write buffer.
+fn encode(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
+    for part in parts {
+        write_buf.extend_from_slice(part);
+    }
+}
+
+/// Appends `ms <key> <bytes> [T<exptime>] O0\r\n<data>\r\n` for a single command, or, for item
+/// `i` of a quiet batch, `ms <key> <bytes> q O<i>\r\n<data>\r\n`.
+pub fn encode_ms(
+    write_buf: &mut Vec<u8>,
+    key: &[u8],
+    value: &[u8],
+    exptime: Option<u64>,
+    batch_item: Option<usize>,
+) {
+    let (mut len, mut ttl, mut item) = (
+        itoa::Buffer::new(),
+        itoa::Buffer::new(),
+        itoa::Buffer::new(),
+    );
+    let len = len.format(value.len()).as_bytes();
+    encode(write_buf, &[b"ms ", key, b" ", len]);
+    if let Some(exptime) = exptime {
+        encode(write_buf, &[b" T", ttl.format(exptime).as_bytes()]);
+    }
+    match batch_item {
+        Some(i) => encode(write_buf, &[b" q O", item.format(i).as_bytes()]),
+        None => encode(write_buf, &[b" O", SINGLE]),
+    }
+    encode(write_buf, &[b"\r\n", value, b"\r\n"]);
+}
