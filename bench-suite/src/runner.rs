@@ -199,7 +199,7 @@ fn time_driver(
         }
         Driver::Async(async_driver) => {
             let runtime = &async_driver.runtime;
-            let client = std::cell::RefCell::new(&mut async_driver.client);
+            let client = std::cell::RefCell::new(&mut async_driver.inner);
             group.bench_function(name, |b| {
                 b.to_async(runtime).iter_custom(|iters| {
                     let (client, failure) = (&client, &failure);

@@ -69,6 +69,8 @@ fn extra_spec() -> ClientSpec {
         connect,
         connect_async: None,
         concurrency: kvbench_core::Concurrency::Threads,
+        // The wrapper forwards only the contract's required operations.
+        operations: &[],
         ..wrapped_spec()
     }
 }

@@ -351,6 +351,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     },
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
+    operations: &[],
 };
 
 #[cfg(test)]

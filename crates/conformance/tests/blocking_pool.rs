@@ -153,6 +153,8 @@ fn pool_spec(backend: Backend) -> ClientSpec {
             connections: CONNECTIONS,
             connect,
         },
+        // The pool's handles forward only the contract's required operations.
+        operations: &[],
         ..wrapped(backend)
     }
 }

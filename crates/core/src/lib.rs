@@ -429,16 +429,106 @@ pub trait Client: Send {
         Ok(())
     }
     // ANCHOR_END: default_set_many
+
+    /// Reads many keys, in order: `None` for each miss. The default sends one
+    /// [`get`](Client::get) per key and waits for each reply; a pipelining client overrides it to
+    /// send them all before reading any reply. Compare [`Client::get_many`], one command.
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
+
+    /// The contract's optional operations. Each default refuses with [`Error::Unsupported`]
+    /// before sending anything; a client that overrides one declares it in
+    /// [`ClientSpec::operations`], and the conformance kit holds both to it.
+    ///
+    /// Adds 1 to the counter stored at `key` and returns its new value. A missing key: Redis
+    /// starts it from 0 (and returns 1); memcached has no counter there and answers
+    /// [`Error::Server`] (`NOT_FOUND`). A value that is not a counter, or one that would pass
+    /// `i64::MAX` (Redis refuses the increment; a memcached counter, unsigned 64-bit, may hold
+    /// more than an `i64`), is [`Error::Server`]; the connection stays usable.
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        let _ = key;
+        Err(Operation::Incr.unsupported())
+    }
+
+    /// Reads many keys with one command (Redis `MGET`, memcached `get k1 … kN`), in order:
+    /// `None` for each miss.
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let _ = keys;
+        Err(Operation::GetMany.unsupported())
+    }
+
+    /// Stores the fields of the hash at `key` with one command (Redis `HSET key f1 v1 …`).
+    fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        let _ = (key, fields);
+        Err(Operation::Hash.unsupported())
+    }
+
+    /// Reads every field of the hash at `key` (Redis `HGETALL`), in the server's order; empty
+    /// for a missing key.
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let _ = key;
+        Err(Operation::Hash.unsupported())
+    }
+
+    /// Stores every item atomically: the SETs inside `MULTI` … `EXEC` (Redis). Succeeds only
+    /// if `EXEC` answered an `OK` for every SET; no other client sees some of the items stored
+    /// and others not.
+    fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let _ = items;
+        Err(Operation::Transaction.unsupported())
+    }
+}
+
+/// The contract's optional operations: what a [`ClientSpec`] declares it implements beyond GET,
+/// SET, SET with expiry, DELETE and `set_many`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    /// [`Client::incr`].
+    Incr,
+    /// [`Client::get_many`], one command for many keys.
+    GetMany,
+    /// [`Client::hset_many`] and [`Client::hgetall`] (Redis only).
+    Hash,
+    /// [`Client::transaction`] (Redis only).
+    Transaction,
+}
+
+impl Operation {
+    /// Every optional operation.
+    pub const ALL: &'static [Operation] = &[
+        Operation::Incr,
+        Operation::GetMany,
+        Operation::Hash,
+        Operation::Transaction,
+    ];
+
+    /// Its name in reports and errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Incr => "incr",
+            Operation::GetMany => "get_many",
+            Operation::Hash => "hash",
+            Operation::Transaction => "transaction",
+        }
+    }
+
+    /// The error of a client that does not implement it.
+    pub fn unsupported(self) -> Error {
+        Error::Unsupported(format!("this client does not implement {}", self.name()))
+    }
 }
 
 /// Implements [`Client`] for a type that holds an async client in its `inner` field (with async
-/// `get`, `set`, `set_ex`, `delete` and `set_many` of the contract's signatures) and a runtime in
-/// its `runtime` field, by blocking on each call: how the library adapters put an async client
-/// behind the synchronous contract. This crate depends on no runtime; the expansion uses the
-/// caller's.
+/// `get`, `set`, `set_ex`, `delete` and `set_many` of the contract's signatures) and a runtime
+/// in its `runtime` field, by blocking on each call: how the library adapters put an async
+/// client behind the synchronous contract. After a `;`, the methods with defaults it forwards
+/// too: `get_many_pipelined`, and the optional operations by [`Operation::name`] (`incr,
+/// get_many, hash, transaction`); the others keep their defaults. This crate depends on no runtime; the expansion uses
+/// the caller's.
 #[macro_export]
 macro_rules! impl_client_by_blocking_on {
-    ($type:ty) => {
+    ($type:ty $(; $($op:ident),* $(,)?)?) => {
         impl $crate::Client for $type {
             fn get(&mut self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
                 self.runtime.block_on(self.inner.get(key))
@@ -460,6 +550,42 @@ macro_rules! impl_client_by_blocking_on {
             fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> $crate::Result<()> {
                 self.runtime.block_on(self.inner.set_many(items))
             }
+
+            $($($crate::__blocking_op!($op);)*)?
+        }
+    };
+}
+
+/// One optional operation of [`impl_client_by_blocking_on!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __blocking_op {
+    (get_many_pipelined) => {
+        fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> $crate::Result<Vec<Option<Vec<u8>>>> {
+            self.runtime.block_on(self.inner.get_many_pipelined(keys))
+        }
+    };
+    (incr) => {
+        fn incr(&mut self, key: &[u8]) -> $crate::Result<i64> {
+            self.runtime.block_on(self.inner.incr(key))
+        }
+    };
+    (get_many) => {
+        fn get_many(&mut self, keys: &[&[u8]]) -> $crate::Result<Vec<Option<Vec<u8>>>> {
+            self.runtime.block_on(self.inner.get_many(keys))
+        }
+    };
+    (hash) => {
+        fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> $crate::Result<()> {
+            self.runtime.block_on(self.inner.hset_many(key, fields))
+        }
+        fn hgetall(&mut self, key: &[u8]) -> $crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            self.runtime.block_on(self.inner.hgetall(key))
+        }
+    };
+    (transaction) => {
+        fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> $crate::Result<()> {
+            self.runtime.block_on(self.inner.transaction(items))
         }
     };
 }
@@ -488,16 +614,68 @@ pub trait AsyncClient: Send {
 
     /// [`Client::set_many`].
     fn set_many<'a>(&'a mut self, items: &'a [(&'a [u8], &'a [u8])]) -> BoxFuture<'a, ()>;
+
+    /// [`Client::get_many_pipelined`]; the default awaits one [`get`](AsyncClient::get) after
+    /// the other, as the blocking one does.
+    fn get_many_pipelined<'a>(
+        &'a mut self,
+        keys: &'a [&'a [u8]],
+    ) -> BoxFuture<'a, Vec<Option<Vec<u8>>>> {
+        Box::pin(async move {
+            let mut values = Vec::with_capacity(keys.len());
+            for key in keys {
+                values.push(self.get(key).await?);
+            }
+            Ok(values)
+        })
+    }
+
+    /// [`Client::incr`]; the default refuses, as the blocking one does.
+    fn incr<'a>(&'a mut self, key: &'a [u8]) -> BoxFuture<'a, i64> {
+        let _ = key;
+        Box::pin(std::future::ready(Err(Operation::Incr.unsupported())))
+    }
+
+    /// [`Client::get_many`].
+    fn get_many<'a>(&'a mut self, keys: &'a [&'a [u8]]) -> BoxFuture<'a, Vec<Option<Vec<u8>>>> {
+        let _ = keys;
+        Box::pin(std::future::ready(Err(Operation::GetMany.unsupported())))
+    }
+
+    /// [`Client::hset_many`].
+    fn hset_many<'a>(
+        &'a mut self,
+        key: &'a [u8],
+        fields: &'a [(&'a [u8], &'a [u8])],
+    ) -> BoxFuture<'a, ()> {
+        let _ = (key, fields);
+        Box::pin(std::future::ready(Err(Operation::Hash.unsupported())))
+    }
+
+    /// [`Client::hgetall`].
+    fn hgetall<'a>(&'a mut self, key: &'a [u8]) -> BoxFuture<'a, Vec<(Vec<u8>, Vec<u8>)>> {
+        let _ = key;
+        Box::pin(std::future::ready(Err(Operation::Hash.unsupported())))
+    }
+
+    /// [`Client::transaction`].
+    fn transaction<'a>(&'a mut self, items: &'a [(&'a [u8], &'a [u8])]) -> BoxFuture<'a, ()> {
+        let _ = items;
+        Box::pin(std::future::ready(
+            Err(Operation::Transaction.unsupported()),
+        ))
+    }
 }
 
 /// Implements [`AsyncClient`] for a type with async `get`, `set`, `set_ex`, `delete` and
 /// `set_many` methods of the contract's signatures (taking `&self` or `&mut self`), by boxing
-/// each call's future, and defines `$connect`, the [`ConnectAsyncFn`] that boxes the type's
-/// `async fn connect(&Endpoint, &Options) -> Result<Self>`: how the library adapters offer
-/// their native async face.
+/// each call's future, and defines `$connect`, the [`ConnectAsyncFn`]
+/// that boxes the type's `async fn connect(&Endpoint, &Options) -> Result<Self>`: how the
+/// library adapters offer their native async face. After a `;`, the methods with defaults it
+/// forwards too, as in [`impl_client_by_blocking_on!`].
 #[macro_export]
 macro_rules! impl_async_client_by_boxing {
-    ($type:ty, $connect:ident) => {
+    ($type:ty, $connect:ident $(; $($op:ident),* $(,)?)?) => {
         fn $connect<'a>(
             endpoint: &'a $crate::Endpoint,
             options: &'a $crate::Options,
@@ -536,6 +714,58 @@ macro_rules! impl_async_client_by_boxing {
             ) -> $crate::BoxFuture<'a, ()> {
                 Box::pin(<$type>::set_many(self, items))
             }
+
+            $($($crate::__boxed_op!($type, $op);)*)?
+        }
+    };
+}
+
+/// One optional operation of [`impl_async_client_by_boxing!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __boxed_op {
+    ($type:ty, get_many_pipelined) => {
+        fn get_many_pipelined<'a>(
+            &'a mut self,
+            keys: &'a [&'a [u8]],
+        ) -> $crate::BoxFuture<'a, Vec<Option<Vec<u8>>>> {
+            Box::pin(<$type>::get_many_pipelined(self, keys))
+        }
+    };
+    ($type:ty, incr) => {
+        fn incr<'a>(&'a mut self, key: &'a [u8]) -> $crate::BoxFuture<'a, i64> {
+            Box::pin(<$type>::incr(self, key))
+        }
+    };
+    ($type:ty, get_many) => {
+        fn get_many<'a>(
+            &'a mut self,
+            keys: &'a [&'a [u8]],
+        ) -> $crate::BoxFuture<'a, Vec<Option<Vec<u8>>>> {
+            Box::pin(<$type>::get_many(self, keys))
+        }
+    };
+    ($type:ty, hash) => {
+        fn hset_many<'a>(
+            &'a mut self,
+            key: &'a [u8],
+            fields: &'a [(&'a [u8], &'a [u8])],
+        ) -> $crate::BoxFuture<'a, ()> {
+            Box::pin(<$type>::hset_many(self, key, fields))
+        }
+        fn hgetall<'a>(
+            &'a mut self,
+            key: &'a [u8],
+        ) -> $crate::BoxFuture<'a, Vec<(Vec<u8>, Vec<u8>)>> {
+            Box::pin(<$type>::hgetall(self, key))
+        }
+    };
+    ($type:ty, transaction) => {
+        fn transaction<'a>(
+            &'a mut self,
+            items: &'a [(&'a [u8], &'a [u8])],
+        ) -> $crate::BoxFuture<'a, ()> {
+            Box::pin(<$type>::transaction(self, items))
         }
     };
 }
@@ -754,6 +984,8 @@ pub struct ClientSpec {
     pub connect_async: Option<ConnectAsyncFn>,
     /// How it serves many callers at once.
     pub concurrency: Concurrency,
+    /// The optional operations it implements ([`Operation`]); the others refuse.
+    pub operations: &'static [Operation],
 }
 
 impl ClientSpec {
@@ -773,6 +1005,11 @@ impl ClientSpec {
             .iter()
             .find(|limit| limit.behaviour == behaviour)
             .map(|limit| limit.reason)
+    }
+
+    /// True if the client implements the optional operation.
+    pub fn implements(&self, operation: Operation) -> bool {
+        self.operations.contains(&operation)
     }
 }
 

@@ -179,6 +179,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
+    operations: &[],
 };
 
 #[cfg(test)]

@@ -149,6 +149,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: connect_boxed::<fred::clients::Client>,
     connect_async: Some(connect_async_boxed),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<SharedFred>),
+    operations: &[],
 };
 
 /// fred's round-robin pool of [`POOL_CONNECTIONS`] clients, configured as [`SPEC`]'s client.

@@ -242,6 +242,7 @@ const fn spec(
         connect,
         connect_async: None,
         concurrency,
+        operations: &[],
     }
 }
 

@@ -114,6 +114,7 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     connect: connect_sync_boxed,
     connect_async: None,
     concurrency: Concurrency::Threads,
+    operations: &[],
 };
 
 /// The multiplexed async redis-rs client, driven from a blocking caller.
@@ -141,6 +142,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     connect: connect_blocking_async_boxed,
     connect_async: Some(connect_async_boxed),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<AsyncRedis>),
+    operations: &[],
 };
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.

@@ -105,6 +105,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect,
     connect_async: None,
     concurrency: Concurrency::Threads,
+    operations: &[],
 };
 
 /// Connects to a memcached endpoint over TCP (with `TCP_NODELAY`: a command is one write) or a

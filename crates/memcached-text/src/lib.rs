@@ -135,6 +135,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect,
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
+    operations: &[],
 };
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.

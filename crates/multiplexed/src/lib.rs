@@ -107,6 +107,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
     connect_async: Some(connect_async_resp),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),
+    operations: &[],
     ..SPEC_MEMCACHED
 };
 
@@ -129,6 +130,7 @@ pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
     connect_async: Some(connect_async_text),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
+    operations: &[],
 };
 
 /// Where a caller's reply arrives.

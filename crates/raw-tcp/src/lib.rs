@@ -150,6 +150,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
+    operations: &[],
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.
