@@ -464,8 +464,8 @@ pub trait Client: Send {
         Err(Operation::Hash.unsupported())
     }
 
-    /// Reads every field of the hash at `key` (Redis `HGETALL`), in the server's order; empty
-    /// for a missing key.
+    /// Reads every field of the hash at `key` (Redis `HGETALL`), in no promised order (a
+    /// library may pass the reply through a map); empty for a missing key.
     fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let _ = key;
         Err(Operation::Hash.unsupported())

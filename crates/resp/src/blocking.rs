@@ -194,6 +194,8 @@ impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
         self.integer(&[b"INCR", key])
     }
 
+    /// One command, one reply: `MGET` and its array of one bulk (or nil) per key.
+    // ANCHOR: raw_get_many
     fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.is_empty() {
             return Ok(Vec::new()); // Redis refuses an MGET of no keys; there is nothing to ask.
@@ -203,6 +205,7 @@ impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
             read_values(read_buf, stream, keys.len())
         })
     }
+    // ANCHOR_END: raw_get_many
 
     fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
         if fields.is_empty() {
