@@ -2,14 +2,21 @@
 //! client shares. Its lesson is a small contract: four required methods and a `set_many` whose
 //! default loops over `set` let one conformance kit and one benchmark run every client, and make
 //! pipelining an override whose gain is measured. It gives up everything the contract does not
-//! name (multi-key reads, transactions, async calls). Read it first, then compare `raw-tcp`
-//! (which keeps the default `set_many`) with `buffered` (which overrides it).
+//! name (scripts, pub/sub, WATCH, async calls from the blocking face). Read it first, then compare
+//! `raw-tcp` (which keeps the default `set_many`) with `buffered` (which overrides it).
 //!
 //! The contract is small on purpose. [`Client`] has four required methods — [`Client::get`],
-//! [`Client::set`], [`Client::set_ex`] and [`Client::delete`] — and one provided method,
-//! [`Client::set_many`], whose default sends one `set` after another. A client that can pipeline
-//! overrides `set_many`; every other client gets a correct (if slow) pipeline for free, and the
-//! benchmark shows what the override buys.
+//! [`Client::set`], [`Client::set_ex`] and [`Client::delete`] — and two provided ones,
+//! [`Client::set_many`] and [`Client::get_many_pipelined`], whose defaults send one command after
+//! another. A client that can pipeline overrides them; every other client gets a correct (if slow)
+//! pipeline for free, and the benchmark shows what the override buys.
+//!
+//! Beyond those, the optional operations ([`Operation`]: [`Client::incr`], the one-command batch
+//! read [`Client::get_many`], a hash's [`Client::hset_many`] and [`Client::hgetall`], and
+//! [`Client::transaction`]) refuse by default with [`Error::Unsupported`] before sending anything.
+//! A client that implements one declares it in [`ClientSpec::operations`]; the kit checks both
+//! that declared operations work and that the others refuse, and the bench reports a client
+//! without one as `unsupported` in that operation's cells.
 //!
 //! A client is described by a [`ClientSpec`]: its name, backend and transports, whether it is
 //! hand-written or a library, how its `set_many` works ([`Pipelining`]), what it cannot do (and
