@@ -29,6 +29,12 @@
 //! ordinary RESP, read by the same [`Connection`] `raw-tcp` uses, with [`Inline`] as its encoding.
 //! [`Client::set_many`](kvbench_core::Client::set_many) is the contract's default loop: one round trip per item.
 //!
+//! **What it offers.** What `raw-tcp` offers, through the same connection: GET, SET, SET with
+//! expiry, DEL, and every optional operation of the contract (`INCR`, `MGET`, `HSET`/`HGETALL`,
+//! and a transaction as `MULTI`, one `SET` at a time, `EXEC`), each command one inline line
+//! with the limits above. A SET of a transaction refused before sending ends the transaction
+//! with `DISCARD`, so the refusal leaves nothing queued.
+//!
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
 //!
@@ -46,7 +52,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use kvbench_core::{
-    Backend, ClientSpec, Error, Kind, Limitation, Options, Pipelining, Result, Transport,
+    Backend, ClientSpec, Error, Kind, Limitation, Operation, Options, Pipelining, Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, Encoding};
 
@@ -73,10 +79,6 @@ pub fn forbidden(byte: u8) -> Option<&'static str> {
 }
 // ANCHOR_END: forbidden
 
-/// What each argument position holds, for error messages (every command here is
-/// `NAME key [value ...]`).
-const ROLES: [&str; 3] = ["command", "key", "value"];
-
 /// Appends `args` as one inline command line: the arguments joined by single spaces, then
 /// `\r\n`. Refuses, leaving `write_buf` unchanged, anything the server would not read back as the same
 /// arguments, and any line longer than [`INLINE_MAX_LEN`].
@@ -91,7 +93,13 @@ pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
         )));
     }
     for (position, arg) in args.iter().enumerate() {
-        let role = ROLES.get(position).unwrap_or(&"argument");
+        // What the argument is, for the error message.
+        let role = match position {
+            0 => "command",
+            1 => "key",
+            2 if args[0] == b"SET" => "value",
+            _ => "argument",
+        };
         if arg.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "empty {role}: inline arguments are separated by spaces, so an empty one cannot be written"
@@ -179,7 +187,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
-    operations: &[],
+    operations: Operation::ALL,
 };
 
 #[cfg(test)]

@@ -90,8 +90,9 @@ pub const MAX_BULK_LEN: usize = 512 * 1024 * 1024;
 /// (2^32 - 1).
 ///
 /// The count is only a claim. Memory is bounded separately, by the bytes actually present: each
-/// element takes at least 3 bytes (`+\r\n`), so [`decode`] never reserves more than a third of
-/// the buffer's length in elements. This limit just turns an absurd count into an error instead
+/// element takes at least 3 bytes (`+\r\n`), so [`decode`] (and the blocking readers, through
+/// [`array_capacity`]) never reserves more than a third of the bytes present in elements. This
+/// limit just turns an absurd count into an error instead
 /// of a wait for bytes that will never come.
 pub const MAX_ARRAY_LEN: usize = u32::MAX as usize;
 
@@ -428,12 +429,12 @@ fn walk(
             if depth >= MAX_DEPTH {
                 return Err(DecodeError::new(DecodeErrorKind::TooDeep, start));
             }
-            let room = if build {
-                buf.len().saturating_sub(pos) / MIN_REPLY_LEN
+            let present = if build {
+                buf.len().saturating_sub(pos)
             } else {
                 0
             };
-            let mut items = Vec::with_capacity(count.min(room));
+            let mut items = Vec::with_capacity(array_capacity(count, present));
             for _ in 0..count {
                 let Some((item, next)) = walk(buf, pos, depth + 1, build)? else {
                     return Ok(None);
@@ -445,6 +446,14 @@ fn walk(
         }
     };
     Ok(Some((reply, pos)))
+}
+
+/// How many elements to reserve room for, for an array whose header claims `count` when
+/// `present` bytes of its elements have arrived: each element takes at least 3 bytes (`+\r\n`),
+/// so no more than `present / 3` can be there yet. A `Vec` sized by this grows as more arrive;
+/// one sized by the claim alone would let 13 bytes (`*4294967295\r\n`) reserve gigabytes.
+pub fn array_capacity(count: usize, present: usize) -> usize {
+    count.min(present / MIN_REPLY_LEN)
 }
 
 // ---------------------------------------------------------------------------------------------
