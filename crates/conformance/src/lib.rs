@@ -40,7 +40,8 @@ use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Operation, Opti
 use kvbench_servers::Servers;
 
 pub use operations::{
-    BATCH_KEYS, SLOW_BATCH_KEYS, SLOW_TRANSACTION_ROUNDS, TRANSACTION_KEYS, TRANSACTION_ROUNDS,
+    BATCH_KEYS, SLOW_BATCH_KEYS, SLOW_TRANSACTION_KEYS, SLOW_TRANSACTION_ROUNDS, TRANSACTION_KEYS,
+    TRANSACTION_ROUNDS,
 };
 pub use reference::Reference;
 pub use shared::{SERVER_CLOSE, SHARED_BEHAVIOURS, SharedBehaviour};
@@ -166,17 +167,17 @@ pub const SLOW_SET_MANY_ITEMS: usize = 200;
 /// What a behaviour does less of for a client whose round trips are slow by design, if
 /// anything: `"200 items, not 100000"`.
 pub fn slow_sizes(behaviour: &str) -> Option<String> {
-    let (slow, normal, what) = match behaviour {
-        "set_many" => (SLOW_SET_MANY_ITEMS, SET_MANY_ITEMS, "items"),
-        "get_many" | "get_many_pipelined" => (SLOW_BATCH_KEYS, BATCH_KEYS, "keys in its batch"),
-        "transaction" => (
-            SLOW_TRANSACTION_ROUNDS,
-            TRANSACTION_ROUNDS,
-            "watched transactions",
+    Some(match behaviour {
+        "set_many" => format!("{SLOW_SET_MANY_ITEMS} items, not {SET_MANY_ITEMS}"),
+        "get_many" | "get_many_pipelined" => {
+            format!("{SLOW_BATCH_KEYS} keys in its batch, not {BATCH_KEYS}")
+        }
+        "transaction" => format!(
+            "{SLOW_TRANSACTION_ROUNDS} watched transactions of {SLOW_TRANSACTION_KEYS} keys, not \
+             {TRANSACTION_ROUNDS} of {TRANSACTION_KEYS}"
         ),
         _ => return None,
-    };
-    Some(format!("{slow} {what}, not {normal}"))
+    })
 }
 
 /// Size of the `large_value` behaviour's value: the largest value the benchmark uses.

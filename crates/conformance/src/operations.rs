@@ -19,14 +19,16 @@ pub const BATCH_KEYS: usize = 1000;
 /// `get_many_pipelined` makes one round trip per key, 20 of ~40 ms each.
 pub const SLOW_BATCH_KEYS: usize = 20;
 
-/// Keys each transaction of the atomicity check stores.
+/// Keys each transaction of the atomicity check stores, and how many such transactions run
+/// while a reader watches.
 pub const TRANSACTION_KEYS: usize = 200;
-
-/// Transactions the atomicity check runs while a reader watches (for a client whose round trips
-/// are slow by design: [`SLOW_TRANSACTION_ROUNDS`]).
+/// See [`TRANSACTION_KEYS`].
 pub const TRANSACTION_ROUNDS: usize = 40;
 
-/// Transactions of the atomicity check for a client whose round trips are slow by design.
+/// The same for a client whose round trips are slow by design: a client may wait for each
+/// `QUEUED`, and 3 transactions of 200 keys would take 24 s.
+pub const SLOW_TRANSACTION_KEYS: usize = 10;
+/// See [`SLOW_TRANSACTION_KEYS`].
 pub const SLOW_TRANSACTION_ROUNDS: usize = 3;
 
 /// Length of each value the atomicity check stores: 200 such SETs are ~60 KiB, more than the
@@ -326,14 +328,11 @@ fn round_value(round: usize) -> Vec<u8> {
 /// again: it must never see keys of different rounds. Afterwards every key holds the last round's
 /// value, and the server ran `EXEC` at least once per transaction.
 fn atomic_to_a_reader(c: &mut Case) -> Outcome {
-    let keys: Vec<Vec<u8>> = (0..TRANSACTION_KEYS)
-        .map(|i| c.key(&format!("atomic:{i}")))
-        .collect();
-    let rounds = if c.slow {
-        SLOW_TRANSACTION_ROUNDS
-    } else {
-        TRANSACTION_ROUNDS
+    let (keys, rounds) = match c.slow {
+        false => (TRANSACTION_KEYS, TRANSACTION_ROUNDS),
+        true => (SLOW_TRANSACTION_KEYS, SLOW_TRANSACTION_ROUNDS),
     };
+    let keys: Vec<Vec<u8>> = (0..keys).map(|i| c.key(&format!("atomic:{i}"))).collect();
     let execs_before = c.reference.command_calls("exec")?;
     let done = AtomicBool::new(false);
     let mut reader = Reference::connect(Backend::Redis, &c.endpoint)?;
