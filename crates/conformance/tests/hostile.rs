@@ -10,14 +10,19 @@
 //! A client that implements an optional operation also meets the cases of its replies: an
 //! `MGET` answered with an array of the wrong length or of an absurd one, an `EXEC` answered with
 //! nil, `-EXECABORT`, an array of the wrong length or after a missing `QUEUED`, an `INCR`
-//! answered with a bulk string, a memcached `get k1 k2` answered with a value for a key not asked.
+//! answered with a bulk string; a memcached `incr` answered with a value, a `get k1 k2` with a
+//! value for a key not asked, quiet meta gets with a hit for an opaque not asked.
 //!
 //! **Hand-written clients are judged.** Each case is a test named `client/transport/case`. The
 //! client must return the expected typed error (`Protocol`, `Timeout` or `Io`) within its read
 //! timeout plus a margin (a hang guard, not a performance claim), must not panic, must not
 //! allocate more than the case allows (a per-thread peak from a counting allocator), and must
 //! treat the connection as broken afterwards: the next call fails *and the fake server receives
-//! no byte after its answer* (counted on the server side).
+//! no byte after its answer* (counted on the server side). An error reply that leaves the stream
+//! in step (`Server`: a failed batch item, an aborted transaction) must leave the connection
+//! usable instead: the next call reads its own reply. A transaction is answered command by
+//! command; where the script leaves a `QUEUED` out, a client that waits for each reply times out
+//! before its `EXEC`, one that sends them all reads `EXEC`'s reply in the wrong place.
 //!
 //! **Library clients are held to what they do.** The same cases run against every library spec
 //! (redis-rs, redis-rs/async, fred, fred/pool and the memcache variants; binary-protocol variants
@@ -125,6 +130,8 @@ enum Call {
     Incr,
     /// `get_many` of [`MULTI_KEYS`].
     GetMany,
+    /// `get_many_pipelined` of [`MULTI_KEYS`] (every client has it).
+    GetManyPipelined,
     /// `transaction` storing `v` at each of [`MULTI_KEYS`].
     Transaction,
 }
@@ -137,11 +144,18 @@ enum Returned {
     Shown(String),
 }
 
+impl Returned {
+    fn values(values: Vec<Option<Vec<u8>>>) -> Returned {
+        let values: Vec<String> = values.iter().map(Outcome::value).collect();
+        Returned::Shown(format!("Ok([{}])", values.join(", ")))
+    }
+}
+
 impl Call {
     /// The optional operation it calls: only clients that declare it meet the case.
     fn operation(self) -> Option<Operation> {
         match self {
-            Call::Get | Call::QuietBatch => None,
+            Call::Get | Call::QuietBatch | Call::GetManyPipelined => None,
             Call::Incr => Some(Operation::Incr),
             Call::GetMany => Some(Operation::GetMany),
             Call::Transaction => Some(Operation::Transaction),
@@ -159,10 +173,8 @@ impl Call {
                 client.set_many(&items).map(|()| Returned::Value(None))
             }
             Call::Incr => (client.incr(KEY)).map(|n| Returned::Shown(format!("Ok({n})"))),
-            Call::GetMany => client.get_many(&MULTI_KEYS).map(|values| {
-                let values: Vec<String> = values.iter().map(Outcome::value).collect();
-                Returned::Shown(format!("Ok([{}])", values.join(", ")))
-            }),
+            Call::GetMany => client.get_many(&MULTI_KEYS).map(Returned::values),
+            Call::GetManyPipelined => client.get_many_pipelined(&MULTI_KEYS).map(Returned::values),
             Call::Transaction => {
                 let items = MULTI_KEYS.map(|key| (key, &b"v"[..]));
                 client
@@ -482,6 +494,13 @@ fn memcached_text_cases() -> Vec<Case> {
             )
         },
         calling(
+            Call::Incr,
+            "incr_answered_with_a_value",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 2\r\n42\r\nEND\r\n"),
+        ),
+        calling(
             Call::GetMany,
             "get_many_value_for_a_key_not_asked",
             Text,
@@ -592,6 +611,15 @@ fn memcached_meta_cases() -> Vec<Case> {
         call: Call::QuietBatch,
         ..case(name, Meta, expect, answer)
     }));
+    // Quiet gets (`mg <key> v q O<i>` per key, then `mn`): a hit carries the opaque of the key
+    // it answers, here one no key was given.
+    cases.push(calling(
+        Call::GetManyPipelined,
+        "quiet_get_hit_for_an_opaque_not_asked",
+        Meta,
+        Protocol,
+        silence(b"VA 1 O9\r\nx\r\nMN\r\n"),
+    ));
     cases
 }
 
