@@ -20,6 +20,12 @@
 //! of connection and reads replies the same way; the difference in the benchmark is the request
 //! form alone.
 //!
+//! **What it offers.** What `raw-tcp` offers, through the same connection: GET, SET, SET with
+//! expiry, DEL, and every optional operation of the contract (`INCR`, `MGET`, `HSET`/`HGETALL`,
+//! and a transaction as `MULTI`, one `SET` at a time, `EXEC`), each command one inline line
+//! within the limits below. A SET of a transaction refused before sending ends the transaction
+//! with `DISCARD`, so the refusal leaves nothing queued.
+//!
 //! **What it gives up.** Binary safety, empty values and large values. A key or value holding a
 //! space, tab, vertical tab, form feed, CR, LF, a quote or a NUL, an empty key or value, or a
 //! command line longer than Redis's inline limit ([`INLINE_MAX_LEN`], 64 KiB) is refused with
@@ -28,12 +34,6 @@
 //! database — command injection, exactly as with SQL built by string concatenation. Replies are
 //! ordinary RESP, read by the same [`Connection`] `raw-tcp` uses, with [`Inline`] as its encoding.
 //! [`Client::set_many`](kvbench_core::Client::set_many) is the contract's default loop: one round trip per item.
-//!
-//! **What it offers.** What `raw-tcp` offers, through the same connection: GET, SET, SET with
-//! expiry, DEL, and every optional operation of the contract (`INCR`, `MGET`, `HSET`/`HGETALL`,
-//! and a transaction as `MULTI`, one `SET` at a time, `EXEC`), each command one inline line
-//! with the limits above. A SET of a transaction refused before sending ends the transaction
-//! with `DISCARD`, so the refusal leaves nothing queued.
 //!
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
@@ -245,6 +245,14 @@ mod tests {
             panic!("want InvalidInput, got {err:?}")
         };
         assert!(msg.starts_with("key has byte '\\r' at offset 1"), "{msg}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_argument() {
+        let message = |args: &[&[u8]]| encoded(args).unwrap_err().to_string();
+        assert!(message(&[b"SET", b"k", b"a b"]).contains("value has byte ' '"));
+        assert!(message(&[b"MGET", b"a", b"b c"]).contains("argument has byte ' '"));
+        assert!(message(&[b"HSET", b"h k", b"f", b"v"]).contains("key has byte ' '"));
     }
 
     #[test]

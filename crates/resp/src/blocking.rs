@@ -357,15 +357,79 @@ pub fn read_bulk(read_buf: &mut ReadBuffer, stream: &mut impl Read, len: usize) 
     Ok(value)
 }
 
-/// Reads a status reply that must say `want` (`+OK`, `+QUEUED`): one compare, no allocation. An
-/// error reply is [`Error::Server`], read whole (the connection stays in step); any other reply
-/// is [`Error::Protocol`].
+/// Reads a status reply that must say `want` (`+OK`, `+QUEUED`): [`read_statuses`] of one.
 pub fn read_status(read_buf: &mut ReadBuffer, stream: &mut impl Read, want: &str) -> Result<()> {
-    read_header(read_buf, stream, |header| match header {
-        Header::Simple(text) if text == want.as_bytes() => Ok(()),
-        Header::Error(msg) => Err(Error::Server(lossy(msg))),
-        _ => Err(Error::Protocol(format!("unexpected reply, wanted +{want}"))),
-    })?
+    read_statuses(read_buf, stream, 1, want)
+}
+
+/// Reads `count` status replies that must each say `want`: the replies to a pipeline of SETs
+/// (`+OK`), or to the commands queued in a transaction (`+QUEUED`). A run of them is compared
+/// byte for byte (five bytes per `+OK\r\n`), nothing parsed, nothing allocated. An error reply
+/// is kept and the rest still read, so that the connection stays in step: the batch fails with
+/// [`Error::Server`] once every reply is in. Any other reply is [`Error::Protocol`].
+///
+/// The whole-reply clock times one reply at a time: it restarts once a reply has come in since
+/// the last read (one check per read, not per reply), so a long batch is not one long reply.
+// ANCHOR: read_statuses
+pub fn read_statuses(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+    count: usize,
+    want: &str,
+) -> Result<()> {
+    let (mut left, mut errors, mut first_error) = (count, 0, None);
+    let mut unread_before_fill = left;
+    read_buf.start_reply();
+    while left > 0 {
+        // Fast path: a run of `+<want>\r\n`, compared as bytes.
+        let pending = read_buf.pending();
+        let mut pos = 0;
+        while left > 0 && is_status(&pending[pos..], want) {
+            pos += want.len() + 3;
+            left -= 1;
+        }
+        read_buf.consume(pos);
+        if left == 0 {
+            break;
+        }
+        // Anything else (or a reply cut by the end of a read) goes through the decoder.
+        let Some((header, used)) = crate::parse_header(read_buf.pending())? else {
+            if left < unread_before_fill {
+                read_buf.start_reply();
+            }
+            unread_before_fill = left;
+            read_buf.fill(stream)?;
+            continue;
+        };
+        match header {
+            Header::Simple(text) if text == want.as_bytes() => {}
+            Header::Error(msg) => {
+                errors += 1;
+                first_error.get_or_insert_with(|| lossy(msg));
+            }
+            _ => return Err(Error::Protocol(format!("unexpected reply, wanted +{want}"))),
+        }
+        read_buf.consume(used);
+        left -= 1;
+    }
+    first_error.map_or(Ok(()), |first| Err(failed(errors, count, first)))
+}
+// ANCHOR_END: read_statuses
+
+/// True if `bytes` starts with the status line `+<want>\r\n`.
+fn is_status(bytes: &[u8], want: &str) -> bool {
+    (bytes
+        .strip_prefix(b"+")
+        .and_then(|rest| rest.strip_prefix(want.as_bytes())))
+    .is_some_and(|rest| rest.starts_with(b"\r\n"))
+}
+
+/// The [`Error::Server`] of a batch of `count` replies of which `errors` were error replies.
+fn failed(errors: usize, count: usize, first: String) -> Error {
+    Error::Server(match errors {
+        1 => first,
+        _ => format!("{errors} of {count} commands failed; the first: {first}"),
+    })
 }
 
 /// Reads a bulk reply, `None` for nil: what GET answers, and each element of MGET's array. An
@@ -392,20 +456,18 @@ pub fn read_each<S: Read, T>(
     mut read_one: impl FnMut(&mut ReadBuffer, &mut S) -> Result<T>,
 ) -> Result<Vec<T>> {
     let mut items = Vec::with_capacity(crate::array_capacity(count, read_buf.pending().len()));
-    let mut first_error = None;
+    let (mut errors, mut first_error) = (0, None);
     for _ in 0..count {
         match read_one(read_buf, stream) {
             Ok(item) => items.push(item),
             Err(Error::Server(msg)) => {
+                errors += 1;
                 first_error.get_or_insert(msg);
             }
             Err(err) => return Err(err),
         }
     }
-    match first_error {
-        None => Ok(items),
-        Some(msg) => Err(Error::Server(msg)),
-    }
+    first_error.map_or(Ok(items), |first| Err(failed(errors, count, first)))
 }
 
 /// Reads MGET's reply to `count` keys: an array of exactly `count` bulks or nils, in the keys'
@@ -449,12 +511,7 @@ pub fn read_pairs(
 /// queued) are [`Error::Server`]; an array of another length is [`Error::Protocol`].
 pub fn read_exec(read_buf: &mut ReadBuffer, stream: &mut impl Read, count: usize) -> Result<()> {
     match read_head(read_buf, stream)? {
-        Head::Array(Some(n)) if n == count => {
-            read_each(read_buf, stream, count, |read_buf, stream| {
-                read_status(read_buf, stream, "OK")
-            })?;
-            Ok(())
-        }
+        Head::Array(Some(n)) if n == count => read_statuses(read_buf, stream, count, "OK"),
         Head::Array(None) => Err(Error::Server(
             "EXEC answered nil: the transaction was aborted".into(),
         )),
@@ -467,7 +524,6 @@ pub fn read_exec(read_buf: &mut ReadBuffer, stream: &mut impl Read, count: usize
 /// [`Error::Server`]) once EXEC's reply, `-EXECABORT`, has been read too, so the connection stays
 /// in step. A refused MULTI is [`Error::Protocol`]: the SETs then ran on their own, and what
 /// follows is not what was asked for.
-// ANCHOR: read_transaction
 pub fn read_transaction(
     read_buf: &mut ReadBuffer,
     stream: &mut impl Read,
@@ -477,19 +533,19 @@ pub fn read_transaction(
         Error::Server(msg) => Error::Protocol(format!("MULTI refused: {msg}")),
         other => other,
     })?;
-    let queued = read_each(read_buf, stream, count, |read_buf, stream| {
-        read_status(read_buf, stream, "QUEUED")
-    });
+    let queued = read_statuses(read_buf, stream, count, "QUEUED");
     if let Err(err) = &queued
         && err.breaks_connection()
     {
-        return queued.map(drop);
+        return queued;
     }
     let exec = read_exec(read_buf, stream, count);
     match (queued, exec) {
         (_, Err(err)) if err.breaks_connection() => Err(err),
         (Err(refused), _) => Err(refused),
-        (Ok(_), exec) => exec,
+        (Ok(()), exec) => exec,
     }
 }
-// ANCHOR_END: read_transaction
+
+#[cfg(test)]
+mod tests;

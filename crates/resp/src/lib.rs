@@ -2,7 +2,8 @@
 //! out — so every wire form, every malformed length and every reply cut at every byte is tested
 //! on byte literals, with no server. It gives up RESP3, and saved state between calls (a reply is
 //! rescanned from its start as bytes arrive). [`blocking`] is its I/O half: the one blocking
-//! connection the blocking hand-written Redis clients are built on. Read it before `raw-tcp`, the
+//! connection the blocking hand-written Redis clients are built on (GET, SET, DEL, INCR, MGET,
+//! HSET/HGETALL, MULTI … EXEC), and the readers of each command's reply. Read it before `raw-tcp`, the
 //! first client; compare it with `kvbench-memcached-reply`, the same idea for memcached's text
 //! replies.
 //!
@@ -56,7 +57,7 @@
 //! Every length the peer claims is checked against a named limit ([`MAX_BULK_LEN`],
 //! [`MAX_ARRAY_LEN`], [`MAX_LINE_LEN`], [`MAX_DEPTH`]) before it is trusted, and no allocation is
 //! sized by a claim alone: `*4294967295\r\n` is 13 bytes and must not reserve room for four
-//! billion replies.
+//! billion replies ([`array_capacity`] sizes an array by the bytes present instead).
 //!
 //! # What it gives up
 //!
@@ -69,7 +70,9 @@
 //! - There is no saved state between calls: a reply arriving over many reads is rescanned from its
 //!   start each time. That costs one header line for a bulk (the payload is skipped by its length,
 //!   never scanned), but grows with the element count for a large array. hiredis keeps a stack of
-//!   partial replies to avoid it; this suite's replies are one bulk or one status line.
+//!   partial replies to avoid it. The blocking readers ([`blocking`]) do not need either: they
+//!   read the arrays the suite meets (MGET's, HGETALL's, EXEC's) one element at a time, each
+//!   consumed as it completes, so nothing is rescanned and no array need fit in the buffer.
 //!
 //! Compare with `kvbench-lib-redis`, whose library (redis-rs) parses the same bytes with parser
 //! combinators and partial-parse state.
