@@ -27,8 +27,8 @@
 //!   (`EN`) is not sent at all, so the replies are the hits alone, `VA <bytes> O<i>`, and cannot
 //!   be matched to the keys by counting: each is put in the place its opaque names, `i`, the
 //!   key's index in the batch. That is what a batch read needs from the meta protocol: the key
-//!   echoed back (`k`) could name the key, but not which of two places a key asked twice fills,
-//!   nor, without more code, whether the hits came in order; the index says both. Unlike stored
+//!   echoed back (`k`) would name the key, but a key asked twice would leave two places to choose
+//!   from; the index names exactly one, in fewer bytes than most keys. Unlike stored
 //!   items, hits answer, so the batch is not written whole before reading: every
 //!   [`WRITE_CHUNK_LEN`] bytes of commands are closed by their own `mn`, and each chunk's hits are
 //!   read, up to its `MN`, once the next chunk is written — at most two chunks unanswered, which

@@ -33,8 +33,8 @@
 //! - **Many keys, one command, silent misses.** `get k1 … kN` ([`Client::get_many`]) is answered
 //!   by a VALUE block for each hit, in the order of the keys (a key asked twice is answered
 //!   twice), then one `END`; a miss says nothing. So the replies cannot be matched to the keys by
-//!   counting: each block names its key, and is put in the first place at or after the previous
-//!   block's that holds that key ([`reply::place_hit`]). A block for a key not asked, or out of
+//!   counting: each block names its key, and fills the first place after the previous block's
+//!   that holds that key ([`reply::place_hit`]). A block for a key not asked, or out of
 //!   order, means the replies no longer match: [`Error::Protocol`]. Inside the reply a value's
 //!   data ends with its CRLF alone; only the last is followed by `END`.
 //!   [`Client::get_many_pipelined`] sends a `get <key>` per key through `set_many`'s pipeline
@@ -58,7 +58,7 @@
 //!
 //! # What it gives up
 //!
-//! No CAS, no `gets`, no flags (always 0), no server pools or key hashing, no reconnect: a
+//! No CAS (`gets`, `cas`), no flags (always 0), no server pools or key hashing, no reconnect: a
 //! connection that saw a malformed reply, an I/O error or a timeout is marked broken and every
 //! later call fails without touching the socket. Unix sockets have no connect timeout in `std`
 //! (a local connect completes or fails at once unless the listener's backlog is full).

@@ -379,19 +379,19 @@ impl<P: Protocol> Multiplexed<P> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let (mut values, mut next) = (vec![None; keys.len()], 0);
         match self.call(Command::GetMany(keys.len()), keys).await? {
-            Answer::Values(answered) => values = answered,
+            Answer::Values(values) => Ok(values),
             Answer::Pairs(hits) => {
+                let (mut values, mut next) = (vec![None; keys.len()], 0);
                 for (key, value) in hits {
                     let place = place_hit(keys, next, &key);
                     let place = place.ok_or_else(|| self.out_of_step("a VALUE not asked for"))?;
                     (values[place], next) = (Some(value), place + 1);
                 }
+                Ok(values)
             }
-            _ => return Err(self.out_of_step("no values")),
+            _ => Err(self.out_of_step("no values")),
         }
-        Ok(values)
     }
 
     /// A GET per key, all queued at once (one write, unless the writer is already busy), then
