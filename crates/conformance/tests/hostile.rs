@@ -987,8 +987,10 @@ fn needs_overflow_checks(outcome: &str) -> bool {
 /// Runs a library case in a child process and checks its first call against the expected
 /// outcome. Returns the row for the table.
 fn judge_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
-    let expected = expected_library_outcome(spec, case.name)?;
+    let expected = expected_library_outcome(spec, case.name);
     let (outcome, row) = record_library(spec, transport, case)?;
+    // With nothing recorded yet, say what to record.
+    let expected = expected.map_err(|err| format!("{err}\n  observed: {outcome}: {row}"))?;
     if outcome != expected {
         return Err(format!(
             "want {expected}, got {outcome}\n  observed: {row}\n  (if the library changed, \
