@@ -122,8 +122,9 @@ pub const BEHAVIOURS: &[Behaviour] = &[
     },
     Behaviour {
         name: "incr",
-        about: "a stored counter increments (Redis: a missing key starts at 0); a value that is \
-                not a number, and i64::MAX, are error replies, the value left as the server has it",
+        about: "a stored counter increments; a missing key counts from 0 (Redis) or is an error \
+                reply (memcached); a value that is not a number, and i64::MAX, are error replies, \
+                the value left as the server has it",
         operation: Some(Operation::Incr),
         run: operations::incr,
     },
@@ -150,7 +151,7 @@ pub const BEHAVIOURS: &[Behaviour] = &[
     Behaviour {
         name: "transaction",
         about: "items stored by MULTI … EXEC; a reader on its own connection never sees part of a \
-                transaction of 200 keys; EXEC ran once per transaction",
+                transaction of 200 keys; the server counted an EXEC per transaction",
         operation: Some(Operation::Transaction),
         run: operations::transaction,
     },
