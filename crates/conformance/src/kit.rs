@@ -91,13 +91,11 @@ pub fn run(clients: &[ClientSpec]) -> ExitCode {
                 case.name
             );
         }
-        if let (Some(reason), "set_many") = (case.slow_round_trip, case.behaviour_name()) {
-            eprintln!(
-                "kit: {} uses {} items, not {}: {reason}",
-                case.name,
-                crate::SLOW_SET_MANY_ITEMS,
-                crate::SET_MANY_ITEMS
-            );
+        if let Some(reason) = case.slow_round_trip
+            && case.unsupported.is_none()
+            && let Some(fewer) = crate::slow_sizes(case.behaviour_name())
+        {
+            eprintln!("kit: {} uses {fewer}: {reason}", case.name);
         }
         if let Some(reason) = &case.unavailable {
             eprintln!("kit: {} cannot run: {reason}", case.name);

@@ -11,10 +11,17 @@
 //! skipped: the case checks that the client *refuses* it with a typed error
 //! ([`Error::InvalidInput`] or [`Error::Unsupported`]), and that the connection still works after.
 //!
+//! The contract's optional operations ([`Operation`]) have a behaviour each (`incr`, `get_many`,
+//! `hash`, `transaction`; and `get_many_pipelined`, which every client has). A client whose spec
+//! does not declare one ([`kvbench_core::ClientSpec::operations`]) is not skipped either: its
+//! case checks that each call of the operation fails with [`Error::Unsupported`], stores nothing
+//! and leaves the connection usable, and is reported unsupported.
+//!
 //! A client many callers share (its spec's `concurrency` is `Multiplexed` or `Pool`) also meets
 //! the [`shared`] behaviours, on the same transports and under the same names: many callers at
 //! once, each of which must get exactly its own replies, also when calls are cancelled, when one
-//! caller's command gets an error reply and when the server closes the connection.
+//! caller's command gets an error reply, when the server closes the connection, and when some
+//! callers run transactions among the others' commands.
 //!
 //! Keys carry the server's run prefix (empty on a private server; `kvbench:<run>:` on an external
 //! one), and on an external server every key a case wrote is deleted when it ends. Nothing is
@@ -22,15 +29,20 @@
 #![deny(missing_docs)]
 
 pub mod kit;
+mod operations;
 mod reference;
 pub mod shared;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Client, ClientSpec, Error, Options, Transport};
+use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Transport};
 use kvbench_servers::Servers;
 
+pub use operations::{
+    BATCH_KEYS, SLOW_BATCH_KEYS, SLOW_TRANSACTION_KEYS, SLOW_TRANSACTION_ROUNDS, TRANSACTION_KEYS,
+    TRANSACTION_ROUNDS,
+};
 pub use reference::Reference;
 pub use shared::{SERVER_CLOSE, SHARED_BEHAVIOURS, SharedBehaviour};
 
@@ -40,6 +52,9 @@ pub struct Behaviour {
     pub name: &'static str,
     /// What it checks, in one line.
     pub about: &'static str,
+    /// The optional operation it exercises: a client whose spec does not declare it meets a
+    /// refusal check instead.
+    pub operation: Option<Operation>,
     run: fn(&mut Case) -> Outcome,
 }
 
@@ -48,52 +63,97 @@ pub const BEHAVIOURS: &[Behaviour] = &[
     Behaviour {
         name: "hit",
         about: "a stored value reads back, both ways",
+        operation: None,
         run: hit,
     },
     Behaviour {
         name: "miss",
         about: "a key never written reads as none",
+        operation: None,
         run: miss,
     },
     Behaviour {
         name: "overwrite",
         about: "a second set replaces the first",
+        operation: None,
         run: overwrite,
     },
     Behaviour {
         name: "empty_value",
         about: "an empty value is a hit, not a miss",
+        operation: None,
         run: empty_value,
     },
     Behaviour {
         name: "binary_safe",
         about: "all 256 byte values, CR LF and NUL included",
+        operation: None,
         run: binary_safe,
     },
     Behaviour {
         name: "large_value",
         about: "a 1 MiB value round-trips",
+        operation: None,
         run: large_value,
     },
     Behaviour {
         name: "set_ex",
         about: "set with expiry: the TTL is visible / the key expires",
+        operation: None,
         run: set_ex,
     },
     Behaviour {
         name: "delete",
         about: "delete removes, and says whether the key existed",
+        operation: None,
         run: delete,
     },
     Behaviour {
         name: "set_many",
         about: "a pipelined set of 100,000 items, all verified",
+        operation: None,
         run: set_many,
     },
     Behaviour {
         name: "error_reply",
         about: "a server error is typed and the connection survives",
+        operation: None,
         run: error_reply,
+    },
+    Behaviour {
+        name: "incr",
+        about: "a stored counter increments; a missing key counts from 0 (Redis) or is an error \
+                reply (memcached); a value that is not a number, and i64::MAX, are error replies, \
+                the value left as the server has it",
+        operation: Some(Operation::Incr),
+        run: operations::incr,
+    },
+    Behaviour {
+        name: "get_many",
+        about: "one command for many keys: hits and misses interleaved, a key twice, binary and \
+                empty values, 1 key, none, 1,000 keys; values in key order",
+        operation: Some(Operation::GetMany),
+        run: operations::get_many,
+    },
+    Behaviour {
+        name: "get_many_pipelined",
+        about: "the same reads as get_many, by get_many_pipelined (every client has it)",
+        operation: None,
+        run: operations::get_many_pipelined,
+    },
+    Behaviour {
+        name: "hash",
+        about: "100 fields by hset_many read back by hgetall (and the reference's by the client); \
+                a missing key is empty; a string is a WRONGTYPE error reply",
+        operation: Some(Operation::Hash),
+        run: operations::hash,
+    },
+    Behaviour {
+        name: "transaction",
+        about: "items stored by MULTI … EXEC; a reader on its own connection never sees part of a \
+                transaction of 200 keys; the server counted an EXEC per transaction",
+        operation: Some(Operation::Transaction),
+        run: operations::transaction,
     },
 ];
 
@@ -104,6 +164,22 @@ pub const SET_MANY_ITEMS: usize = 100_000;
 /// ([`kvbench_core::ClientSpec::slow_round_trip`]): 200 round trips of ~40 ms are 8 s; 100,000
 /// would be over an hour.
 pub const SLOW_SET_MANY_ITEMS: usize = 200;
+
+/// What a behaviour does less of for a client whose round trips are slow by design, if
+/// anything: `"200 items, not 100000"`.
+pub fn slow_sizes(behaviour: &str) -> Option<String> {
+    Some(match behaviour {
+        "set_many" => format!("{SLOW_SET_MANY_ITEMS} items, not {SET_MANY_ITEMS}"),
+        "get_many" | "get_many_pipelined" => {
+            format!("{SLOW_BATCH_KEYS} keys in its batch, not {BATCH_KEYS}")
+        }
+        "transaction" => format!(
+            "{SLOW_TRANSACTION_ROUNDS} watched transactions of {SLOW_TRANSACTION_KEYS} keys, not \
+             {TRANSACTION_ROUNDS} of {TRANSACTION_KEYS}"
+        ),
+        _ => return None,
+    })
+}
 
 /// Size of the `large_value` behaviour's value: the largest value the benchmark uses.
 pub const LARGE_VALUE_LEN: usize = 1024 * 1024;
@@ -149,9 +225,12 @@ pub struct Case {
     pub backend: Backend,
     /// An independent connection to the same server.
     pub reference: Reference,
+    /// Where the server is, for a connection of a behaviour's own.
+    endpoint: Endpoint,
     namespace: String,
     written: Vec<Vec<u8>>,
-    set_many_items: usize,
+    /// The client's round trips are slow by design: behaviours with many round trips make fewer.
+    slow: bool,
 }
 
 impl Case {
@@ -329,7 +408,12 @@ fn delete(c: &mut Case) -> Outcome {
 }
 
 fn set_many(c: &mut Case) -> Outcome {
-    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..c.set_many_items)
+    let len = if c.slow {
+        SLOW_SET_MANY_ITEMS
+    } else {
+        SET_MANY_ITEMS
+    };
+    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..len)
         .map(|i| {
             (
                 c.key(&format!("item:{i}")),
@@ -377,13 +461,37 @@ fn error_reply(c: &mut Case) -> Outcome {
     }
 }
 
+/// Why a case checks for a refusal instead of the behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The client declares it cannot perform the behaviour, for this reason: it must refuse
+    /// with [`Error::InvalidInput`] or [`Error::Unsupported`] before sending.
+    Limitation(&'static str),
+    /// The behaviour exercises an optional operation the client's spec does not declare: every
+    /// call of it must fail with [`Error::Unsupported`], sending nothing.
+    Operation(Operation),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Limitation(reason) => f.write_str(reason),
+            Refusal::Operation(operation) => write!(
+                f,
+                "its spec does not declare the optional operation {}",
+                operation.name()
+            ),
+        }
+    }
+}
+
 /// One (client, transport, behaviour) case, ready to run.
 pub struct KitCase {
     /// `client/transport/behaviour`.
     pub name: String,
-    /// If the client declares it cannot perform the behaviour: the reason. The case then checks
-    /// for a typed refusal instead.
-    pub unsupported: Option<&'static str>,
+    /// If the client cannot perform the behaviour: why. The case then checks for a typed
+    /// refusal instead, and is reported unsupported.
+    pub unsupported: Option<Refusal>,
     /// Set when the servers offer no endpoint for this pair (an external server given on the
     /// other transport only): the case cannot run, and says why.
     pub unavailable: Option<String>,
@@ -443,7 +551,11 @@ impl KitCase {
             namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),
             written: Vec::new(),
         };
-        let verdict = case.run(behaviour).map_err(|failure| failure.to_string());
+        let outcome = match self.unsupported {
+            Some(Refusal::Operation(operation)) => case.refuses(operation),
+            _ => case.run(behaviour),
+        };
+        let verdict = outcome.map_err(|failure| failure.to_string());
         if self.servers.is_external(backend) {
             // Leave nothing behind on a server we do not own.
             let written = std::mem::take(&mut case.written);
@@ -465,28 +577,29 @@ impl KitCase {
             client,
             backend,
             reference,
+            endpoint,
             namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),
             written: Vec::new(),
-            set_many_items: if self.spec.slow_round_trip.is_some() {
-                SLOW_SET_MANY_ITEMS
-            } else {
-                SET_MANY_ITEMS
-            },
+            slow: self.spec.slow_round_trip.is_some(),
         };
 
-        let outcome = (behaviour.run)(&mut case);
-        let verdict = match (self.unsupported, outcome) {
-            (None, outcome) => outcome.map_err(|failure| failure.to_string()),
-            (Some(_), Err(Failure::Client(Error::InvalidInput(_) | Error::Unsupported(_)))) => case
-                .still_usable()
-                .map_err(|failure| format!("after the refusal: {failure}")),
-            (Some(reason), Ok(())) => Err(format!(
-                "declared unsupported ({reason}) but it passed: remove the limitation"
-            )),
-            (Some(reason), Err(other)) => Err(format!(
-                "declared unsupported ({reason}): want a typed refusal \
-                 (InvalidInput or Unsupported) before sending, got {other}"
-            )),
+        let verdict = match self.unsupported {
+            None => (behaviour.run)(&mut case).map_err(|failure| failure.to_string()),
+            Some(Refusal::Operation(operation)) => {
+                operations::refuses(&mut case, operation).map_err(|failure| failure.to_string())
+            }
+            Some(Refusal::Limitation(reason)) => match (behaviour.run)(&mut case) {
+                Err(Failure::Client(Error::InvalidInput(_) | Error::Unsupported(_))) => case
+                    .still_usable()
+                    .map_err(|failure| format!("after the refusal: {failure}")),
+                Ok(()) => Err(format!(
+                    "declared unsupported ({reason}) but it passed: remove the limitation"
+                )),
+                Err(other) => Err(format!(
+                    "declared unsupported ({reason}): want a typed refusal \
+                     (InvalidInput or Unsupported) before sending, got {other}"
+                )),
+            },
         };
 
         if self.servers.is_external(backend) {
@@ -522,24 +635,33 @@ pub fn cases(servers: &Arc<Servers>, clients: &[ClientSpec]) -> Vec<KitCase> {
                         spec.backend
                     )
                 });
-            let case = |name: &str, check| KitCase {
+            // A declared limitation, or an optional operation the spec leaves out.
+            let refusal = |name: &str, operation: Option<Operation>| {
+                (spec.limitation(name).map(Refusal::Limitation)).or_else(|| {
+                    let left_out = operation.filter(|&operation| !spec.implements(operation));
+                    left_out.map(Refusal::Operation)
+                })
+            };
+            let case = |name: &str, operation, check| KitCase {
                 unavailable: unavailable.clone(),
                 slow_round_trip: spec.slow_round_trip,
                 name: format!("{}/{transport}/{name}", spec.name),
-                unsupported: spec.limitation(name),
+                unsupported: refusal(name, operation),
                 servers: Arc::clone(servers),
                 spec: *spec,
                 transport,
                 check,
             };
             for behaviour in BEHAVIOURS {
-                cases.push(case(behaviour.name, Check::Client(behaviour)));
+                let check = Check::Client(behaviour);
+                cases.push(case(behaviour.name, behaviour.operation, check));
             }
             let Some(connect) = spec.concurrency.connect_shared() else {
                 continue;
             };
             for behaviour in SHARED_BEHAVIOURS {
-                let mut case = case(behaviour.name, Check::Shared(behaviour, connect));
+                let check = Check::Shared(behaviour, connect);
+                let mut case = case(behaviour.name, behaviour.operation, check);
                 if behaviour.name == shared::SERVER_CLOSE && servers.is_external(spec.backend) {
                     // It runs on private servers of its own, which an external setup may not
                     // be able to start.

@@ -6,6 +6,10 @@
 //! runtime (a `LocalSet`, one thread) for [`Handle::Async`], as threads for
 //! [`Handle::Blocking`]. Every value a caller writes names the caller and the round, so a reply
 //! that reaches the wrong caller says whose it was.
+//!
+//! A behaviour of an optional operation the spec does not declare (`transactions_among_callers`
+//! without [`Operation::Transaction`]) checks instead that a handle refuses the operation with
+//! [`Error::Unsupported`] and still answers after.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,7 +18,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use kvbench_core::{
-    Backend, ConnectSharedFn, Endpoint, Error, Handle, KnownDefect, Options, SharedClient,
+    Backend, ConnectSharedFn, Endpoint, Error, Handle, KnownDefect, Operation, Options,
+    SharedClient,
 };
 use kvbench_servers::{Servers, StartOptions};
 
@@ -37,6 +42,9 @@ pub struct SharedBehaviour {
     pub name: &'static str,
     /// What it checks.
     pub about: &'static str,
+    /// The optional operation it exercises: a client whose spec does not declare it meets a
+    /// refusal check instead.
+    pub operation: Option<Operation>,
     run: fn(&mut SharedCase) -> Outcome,
 }
 
@@ -46,6 +54,7 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
         name: "own_replies",
         about: "256 callers each write and read their own key 1,000 times (100 times where the \
                 callers are threads): every caller gets exactly its own replies",
+        operation: None,
         run: own_replies,
     },
     SharedBehaviour {
@@ -56,6 +65,7 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
                 call: there a 1 ms read timeout makes calls for 1 MiB values time out mid-reply \
                 (how often depends on the machine, so it is not asserted), and every call, also \
                 on a fresh handle after a timeout, must return its own value or a typed error",
+        operation: None,
         run: cancellation,
     },
     SharedBehaviour {
@@ -63,6 +73,7 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
         about: "one caller's command gets an error reply (Redis: GET of a list, WRONGTYPE; \
                 memcached: a value over the item limit, SERVER_ERROR) while the other callers keep \
                 getting their own values",
+        operation: None,
         run: error_reply_to_one_caller,
     },
     SharedBehaviour {
@@ -73,7 +84,17 @@ pub const SHARED_BEHAVIOURS: &[SharedBehaviour] = &[
                 error, not a timeout; on one shared connection every caller gets one (a pool may \
                 serve some callers on connections opened after the close, so there at least one \
                 caller must); no caller hangs or gets another's reply",
+        operation: None,
         run: server_close,
+    },
+    SharedBehaviour {
+        name: "transactions_among_callers",
+        about: "16 callers, half of them storing 3 keys by a transaction 100 times, the others \
+                SET and GET their own key meanwhile: every caller gets exactly its own replies (a \
+                command of another caller inside MULTI … EXEC would be answered QUEUED), and every \
+                transaction's keys hold its last values",
+        operation: Some(Operation::Transaction),
+        run: transactions_among_callers,
     },
 ];
 
@@ -102,6 +123,37 @@ impl SharedCase {
     /// Runs the behaviour.
     pub(crate) fn run(&mut self, behaviour: &SharedBehaviour) -> Outcome {
         (behaviour.run)(self)
+    }
+
+    /// What a shared client that does not implement `operation` must do when a caller calls it
+    /// anyway: fail with [`Error::Unsupported`], store nothing, and answer the caller's next
+    /// command.
+    pub(crate) fn refuses(&mut self, operation: Operation) -> Outcome {
+        let key = Arc::new(self.key("refused"));
+        let opened = self.open(&Options::default())?;
+        let outcomes = opened.run_callers(1, |id, mut caller| {
+            let key = Arc::clone(&key);
+            async move {
+                match caller.call(operation, &key).await {
+                    Err(Error::Unsupported(_)) => {}
+                    other => {
+                        return Err(Failure::Check(format!(
+                            "{}: the spec does not declare it, so want Error::Unsupported, got \
+                             {other:?}",
+                            operation.name()
+                        )));
+                    }
+                }
+                let want = value(id, 0);
+                caller
+                    .set(&key, &want)
+                    .await
+                    .map_err(failed(id, 0, "set"))?;
+                let got = caller.get(&key).await.map_err(failed(id, 0, "get"))?;
+                expect_own(id, 0, "get after the refusal", got, &want)
+            }
+        });
+        every_caller(outcomes)
     }
 
     /// A key private to this case, recorded for clean-up on an external server.
@@ -220,6 +272,29 @@ impl Caller {
         match &mut self.0 {
             Handle::Async(client) => client.set(key, value).await,
             Handle::Blocking(client) => client.set(key, value),
+        }
+    }
+
+    async fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> kvbench_core::Result<()> {
+        match &mut self.0 {
+            Handle::Async(client) => client.transaction(items).await,
+            Handle::Blocking(client) => client.transaction(items),
+        }
+    }
+
+    /// Calls `operation` on `key` (with `v` for any value) for what it returns, not its value.
+    async fn call(&mut self, operation: Operation, key: &[u8]) -> kvbench_core::Result<()> {
+        let keys: &[&[u8]] = &[key];
+        let items: &[(&[u8], &[u8])] = &[(key, b"v")];
+        match (&mut self.0, operation) {
+            (Handle::Async(client), Operation::Incr) => client.incr(key).await.map(drop),
+            (Handle::Async(client), Operation::GetMany) => client.get_many(keys).await.map(drop),
+            (Handle::Async(client), Operation::Hash) => client.hset_many(key, items).await,
+            (Handle::Async(client), Operation::Transaction) => client.transaction(items).await,
+            (Handle::Blocking(client), Operation::Incr) => client.incr(key).map(drop),
+            (Handle::Blocking(client), Operation::GetMany) => client.get_many(keys).map(drop),
+            (Handle::Blocking(client), Operation::Hash) => client.hset_many(key, items),
+            (Handle::Blocking(client), Operation::Transaction) => client.transaction(items),
         }
     }
 }
@@ -644,4 +719,58 @@ fn stopped_by_the_close(
     } else {
         Ok(())
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// transactions_among_callers
+// ---------------------------------------------------------------------------------------------
+
+/// Callers of `transactions_among_callers`: the even ones run transactions.
+const TRANSACTION_CALLERS: usize = 16;
+const TRANSACTION_ROUNDS: usize = 100;
+const ITEMS_PER_TRANSACTION: usize = 3;
+
+fn transactions_among_callers(c: &mut SharedCase) -> Outcome {
+    let keys: Arc<Vec<Vec<Vec<u8>>>> = Arc::new(
+        (0..TRANSACTION_CALLERS)
+            .map(|id| {
+                (0..ITEMS_PER_TRANSACTION)
+                    .map(|item| c.key(&format!("tx:{id}:{item}")))
+                    .collect()
+            })
+            .collect(),
+    );
+    let opened = c.open(&Options::default())?;
+    let outcomes = opened.run_callers(TRANSACTION_CALLERS, |id, mut caller| {
+        let keys = Arc::clone(&keys);
+        async move {
+            let keys = &keys[id];
+            for round in 0..TRANSACTION_ROUNDS {
+                let want = value(id, round);
+                let read = if id % 2 == 0 {
+                    let items: Vec<(&[u8], &[u8])> =
+                        keys.iter().map(|key| (&key[..], &want[..])).collect();
+                    let stored = caller.transaction(&items).await;
+                    stored.map_err(failed(id, round, "transaction"))?;
+                    &keys[round % ITEMS_PER_TRANSACTION]
+                } else {
+                    let stored = caller.set(&keys[0], &want).await;
+                    stored.map_err(failed(id, round, "set"))?;
+                    &keys[0]
+                };
+                let got = caller.get(read).await.map_err(failed(id, round, "get"))?;
+                expect_own(id, round, "get of a key it just stored", got, &want)?;
+            }
+            Ok(())
+        }
+    });
+    every_caller(outcomes)?;
+    for id in (0..TRANSACTION_CALLERS).step_by(2) {
+        let last = value(id, TRANSACTION_ROUNDS - 1);
+        for key in &keys[id] {
+            let held = c.reference.get(key)?;
+            expect_own(id, TRANSACTION_ROUNDS - 1, "reference get", held, &last)?;
+        }
+    }
+    Ok(())
 }

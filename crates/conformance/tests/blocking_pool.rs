@@ -103,6 +103,26 @@ impl Client for Checkout {
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         self.0.with(|client| client.set_many(items))
     }
+    // The optional operations, each on one checked-out connection: a transaction's commands
+    // then go out on a connection no other caller holds.
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.0.with(|client| client.get_many_pipelined(keys))
+    }
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        self.0.with(|client| client.incr(key))
+    }
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.0.with(|client| client.get_many(keys))
+    }
+    fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        self.0.with(|client| client.hset_many(key, fields))
+    }
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.0.with(|client| client.hgetall(key))
+    }
+    fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.0.with(|client| client.transaction(items))
+    }
 }
 
 fn open<'a>(
@@ -136,8 +156,9 @@ fn open_memcached<'a>(
     open(Backend::Memcached, endpoint, options)
 }
 
-/// The pool's spec: the wrapped client's declarations, with a name and a concurrency model of
-/// its own, and no role of the wrapped one.
+/// The pool's spec: the wrapped client's declarations (its optional operations among them: the
+/// handles forward every call), with a name and a concurrency model of its own, and no role of
+/// the wrapped one.
 fn pool_spec(backend: Backend) -> ClientSpec {
     let (name, connect): (_, kvbench_core::ConnectSharedFn) = match backend {
         Backend::Redis => ("test-only/pool/redis", open_redis),
@@ -153,8 +174,6 @@ fn pool_spec(backend: Backend) -> ClientSpec {
             connections: CONNECTIONS,
             connect,
         },
-        // The pool's handles forward only the contract's required operations.
-        operations: &[],
         ..wrapped(backend)
     }
 }

@@ -7,12 +7,22 @@
 //! them one answered with a single failure in the middle, which the client must report with that
 //! item's key, leaving nothing unread for the next call.
 //!
+//! A client that implements an optional operation also meets the cases of its replies: an
+//! `MGET` answered with an array of the wrong length or of an absurd one, an `EXEC` answered with
+//! nil, `-EXECABORT`, an array of the wrong length or after a missing `QUEUED`, an `INCR`
+//! answered with a bulk string; a memcached `incr` answered with a value, a `get k1 k2` with a
+//! value for a key not asked, quiet meta gets with a hit for an opaque not asked.
+//!
 //! **Hand-written clients are judged.** Each case is a test named `client/transport/case`. The
 //! client must return the expected typed error (`Protocol`, `Timeout` or `Io`) within its read
 //! timeout plus a margin (a hang guard, not a performance claim), must not panic, must not
 //! allocate more than the case allows (a per-thread peak from a counting allocator), and must
 //! treat the connection as broken afterwards: the next call fails *and the fake server receives
-//! no byte after its answer* (counted on the server side).
+//! no byte after its answer* (counted on the server side). An error reply that leaves the stream
+//! in step (`Server`: a failed batch item, an aborted transaction) must leave the connection
+//! usable instead: the next call reads its own reply. A transaction is answered command by
+//! command; where the script leaves a `QUEUED` out, a client that waits for each reply times out
+//! before its `EXEC`, one that sends them all reads `EXEC`'s reply in the wrong place.
 //!
 //! **Library clients are held to what they do.** The same cases run against every library spec
 //! (redis-rs, redis-rs/async, fred, fred/pool and the memcache variants; binary-protocol variants
@@ -37,7 +47,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fake::{Answer, Behaviour, Dialect, FakeServer, Report, binary_response};
-use kvbench_core::{Backend, ClientSpec, Error, Kind, KnownDefect, Options, Transport};
+use kvbench_core::{Backend, ClientSpec, Error, Kind, KnownDefect, Operation, Options, Transport};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[global_allocator]
@@ -85,14 +95,29 @@ const KEY: &[u8] = b"k";
 /// The keys of a quiet-batch case, in order: the fake names item `i` by its opaque `O<i>`.
 const BATCH_KEYS: [&str; 5] = ["item-0", "item-1", "item-2", "item-3", "item-4"];
 
+/// The keys a multi-key case reads, and a transaction case stores (two SETs).
+const MULTI_KEYS: [&[u8]; 2] = [KEY, b"k2"];
+
 /// The error a hand-written client must return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
     Protocol,
     Timeout,
     Io,
+    /// `Protocol` or `Timeout`: a client may see the fault at once (a length it can check) or
+    /// wait for bytes that never come; either way the connection is broken.
+    ProtocolOrTimeout,
+    /// `Server`; the connection stays usable.
+    Server,
     /// `Server`, naming this batch key and no other; the connection stays usable.
     ServerErrorFor(&'static str),
+}
+
+impl Expect {
+    /// True if the error leaves the connection usable: the next call gets its own reply.
+    fn in_step(self) -> bool {
+        matches!(self, Expect::Server | Expect::ServerErrorFor(_))
+    }
 }
 
 /// The first call a case makes (the second is always a `get`).
@@ -101,19 +126,60 @@ enum Call {
     Get,
     /// `set_many` of [`BATCH_KEYS`]: a quiet batch, in the meta protocol.
     QuietBatch,
+    /// `incr` of [`KEY`].
+    Incr,
+    /// `get_many` of [`MULTI_KEYS`].
+    GetMany,
+    /// `get_many_pipelined` of [`MULTI_KEYS`] (every client has it).
+    GetManyPipelined,
+    /// `transaction` storing `v` at each of [`MULTI_KEYS`].
+    Transaction,
+}
+
+/// What a call that succeeded returned.
+enum Returned {
+    /// A `get`'s value; a batch that succeeds reads as `None`, having no value to return.
+    Value(Option<Vec<u8>>),
+    /// Any other call's result, as the outcome shows it: `Ok(42)`, `Ok([Some(1 byte), None])`.
+    Shown(String),
+}
+
+impl Returned {
+    fn values(values: Vec<Option<Vec<u8>>>) -> Returned {
+        let values: Vec<String> = values.iter().map(Outcome::value).collect();
+        Returned::Shown(format!("Ok([{}])", values.join(", ")))
+    }
 }
 
 impl Call {
-    /// Runs the call; a batch that succeeds reads as `Ok(None)`, having no value to return.
-    fn run(self, client: &mut dyn kvbench_core::Client) -> kvbench_core::Result<Option<Vec<u8>>> {
+    /// The optional operation it calls: only clients that declare it meet the case.
+    fn operation(self) -> Option<Operation> {
         match self {
-            Call::Get => client.get(KEY),
+            Call::Get | Call::QuietBatch | Call::GetManyPipelined => None,
+            Call::Incr => Some(Operation::Incr),
+            Call::GetMany => Some(Operation::GetMany),
+            Call::Transaction => Some(Operation::Transaction),
+        }
+    }
+
+    fn run(self, client: &mut dyn kvbench_core::Client) -> kvbench_core::Result<Returned> {
+        match self {
+            Call::Get => client.get(KEY).map(Returned::Value),
             Call::QuietBatch => {
                 let items: Vec<(&[u8], &[u8])> = BATCH_KEYS
                     .iter()
                     .map(|key| (key.as_bytes(), &b"v"[..]))
                     .collect();
-                client.set_many(&items).map(|()| None)
+                client.set_many(&items).map(|()| Returned::Value(None))
+            }
+            Call::Incr => (client.incr(KEY)).map(|n| Returned::Shown(format!("Ok({n})"))),
+            Call::GetMany => client.get_many(&MULTI_KEYS).map(Returned::values),
+            Call::GetManyPipelined => client.get_many_pipelined(&MULTI_KEYS).map(Returned::values),
+            Call::Transaction => {
+                let items = MULTI_KEYS.map(|key| (key, &b"v"[..]));
+                client
+                    .transaction(&items)
+                    .map(|()| Returned::Shown("Ok(())".into()))
             }
         }
     }
@@ -128,6 +194,10 @@ struct Case {
     expect: Option<Expect>,
     /// Most bytes a hand-written client may allocate during the call.
     alloc_limit: usize,
+    /// The script leaves a request unanswered on the way to the one it answers: a client that
+    /// waits for each reply before its next command times out there, and never sends the
+    /// request the script answers.
+    may_stop_short: bool,
 }
 
 fn case(name: &'static str, dialect: Dialect, expect: Expect, answer: Answer) -> Case {
@@ -138,7 +208,44 @@ fn case(name: &'static str, dialect: Dialect, expect: Expect, answer: Answer) ->
         call: Call::Get,
         expect: Some(expect),
         alloc_limit: SMALL_ALLOC_LIMIT,
+        may_stop_short: false,
     }
+}
+
+/// A case whose first call is `call`.
+fn calling(
+    call: Call,
+    name: &'static str,
+    dialect: Dialect,
+    expect: Expect,
+    answer: Answer,
+) -> Case {
+    Case {
+        call,
+        ..case(name, dialect, expect, answer)
+    }
+}
+
+/// A transaction of [`MULTI_KEYS`] answered command by command: `MULTI` with `+OK`, each SET
+/// with its entry of `queued` (empty: no reply), then `EXEC` with `exec`.
+fn transaction_answer(queued: [&[u8]; 2], exec: Answer) -> Answer {
+    let then = |reply: &[u8], next| Answer::Then {
+        reply: reply.to_vec(),
+        next: Box::new(next),
+    };
+    let sets = (queued.into_iter().rev()).fold(exec, |next, reply| then(reply, next));
+    then(b"+OK\r\n", sets)
+}
+
+/// `exec` in answer to `EXEC`, then a miss in answer to the next call's GET: for a reply that
+/// leaves the connection usable.
+fn exec_then_miss(exec: &[u8]) -> Answer {
+    let queued: &[u8] = b"+QUEUED\r\n";
+    let exec = Answer::Then {
+        reply: exec.to_vec(),
+        next: Box::new(silence(b"$-1\r\n")),
+    };
+    transaction_answer([queued, queued], exec)
 }
 
 fn silence(bytes: impl AsRef<[u8]>) -> Answer {
@@ -163,6 +270,7 @@ fn redis_cases() -> Vec<Case> {
     let nested = [b"*1\r\n".repeat(100_000), b":1\r\n".to_vec()].concat();
     let endless_line = [&b"+"[..], &vec![b'a'; 100 * 1024]].concat();
     let largest_bulk = format!("${}\r\nhello", kvbench_resp::MAX_BULK_LEN);
+    let queued: [&[u8]; 2] = [b"+QUEUED\r\n", b"+QUEUED\r\n"];
     vec![
         case(
             "truncated_reply_then_silence",
@@ -225,6 +333,81 @@ fn redis_cases() -> Vec<Case> {
                 Resp,
                 Timeout,
                 silence(largest_bulk),
+            )
+        },
+        calling(
+            Call::Incr,
+            "incr_answered_with_a_bulk",
+            Resp,
+            Protocol,
+            silence(b"$2\r\n42\r\n"),
+        ),
+        calling(
+            Call::GetMany,
+            "mget_array_too_short",
+            Resp,
+            Protocol,
+            silence(b"*1\r\n$1\r\nx\r\n"),
+        ),
+        calling(
+            Call::GetMany,
+            "mget_array_too_long",
+            Resp,
+            Protocol,
+            silence(b"*3\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\nz\r\n"),
+        ),
+        calling(
+            Call::GetMany,
+            "mget_absurd_array_length",
+            Resp,
+            Protocol,
+            silence(b"*4294967296\r\n"),
+        ),
+        // The largest count the decoder allows: the client must not reserve room by it.
+        calling(
+            Call::GetMany,
+            "mget_largest_allowed_array_then_silence",
+            Resp,
+            ProtocolOrTimeout,
+            silence(format!("*{}\r\n$1\r\nx\r\n", kvbench_resp::MAX_ARRAY_LEN)),
+        ),
+        calling(
+            Call::Transaction,
+            "exec_nil",
+            Resp,
+            Server,
+            exec_then_miss(b"*-1\r\n"),
+        ),
+        calling(
+            Call::Transaction,
+            "exec_execabort",
+            Resp,
+            Server,
+            exec_then_miss(b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+        ),
+        calling(
+            Call::Transaction,
+            "exec_array_too_short",
+            Resp,
+            Protocol,
+            transaction_answer(queued, silence(b"*1\r\n+OK\r\n")),
+        ),
+        calling(
+            Call::Transaction,
+            "exec_array_too_long",
+            Resp,
+            Protocol,
+            transaction_answer(queued, silence(b"*3\r\n+OK\r\n+OK\r\n+OK\r\n")),
+        ),
+        // The second SET is not answered, and EXEC's reply comes where its QUEUED belongs.
+        Case {
+            may_stop_short: true,
+            ..calling(
+                Call::Transaction,
+                "exec_after_a_missing_queued",
+                Resp,
+                ProtocolOrTimeout,
+                transaction_answer([queued[0], b""], silence(b"*2\r\n+OK\r\n+OK\r\n")),
             )
         },
     ]
@@ -310,6 +493,20 @@ fn memcached_text_cases() -> Vec<Case> {
                 silence(largest_value),
             )
         },
+        calling(
+            Call::Incr,
+            "incr_answered_with_a_value",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 2\r\n42\r\nEND\r\n"),
+        ),
+        calling(
+            Call::GetMany,
+            "get_many_value_for_a_key_not_asked",
+            Text,
+            Protocol,
+            silence(b"VALUE k 0 1\r\nx\r\nVALUE other 0 1\r\ny\r\nEND\r\n"),
+        ),
     ]
 }
 
@@ -414,6 +611,15 @@ fn memcached_meta_cases() -> Vec<Case> {
         call: Call::QuietBatch,
         ..case(name, Meta, expect, answer)
     }));
+    // Quiet gets (`mg <key> v q O<i>` per key, then `mn`): a hit carries the opaque of the key
+    // it answers, here one no key was given.
+    cases.push(calling(
+        Call::GetManyPipelined,
+        "quiet_get_hit_for_an_opaque_not_asked",
+        Meta,
+        Protocol,
+        silence(b"VA 1 O9\r\nx\r\nMN\r\n"),
+    ));
     cases
 }
 
@@ -433,6 +639,7 @@ fn memcached_binary_cases() -> Vec<Case> {
         call: Call::Get,
         expect: None,
         alloc_limit: 0,
+        may_stop_short: false,
     };
     vec![
         binary("truncated_header_then_silence", silence(&valid[..10])),
@@ -465,8 +672,14 @@ fn memcached_binary_cases() -> Vec<Case> {
     ]
 }
 
-/// The cases a client meets, by the protocol it speaks.
+/// The cases a client meets, by the protocol it speaks and the optional operations it declares.
 fn cases_for(spec: &ClientSpec) -> Vec<Case> {
+    let mut cases = cases_of_protocol(spec);
+    cases.retain(|case| case.call.operation().is_none_or(|op| spec.implements(op)));
+    cases
+}
+
+fn cases_of_protocol(spec: &ClientSpec) -> Vec<Case> {
     match spec.backend {
         Backend::Redis => redis_cases(),
         // A memcached library speaks the binary or the text protocol: its spec says which by the
@@ -523,17 +736,29 @@ fn options() -> Options {
 enum Outcome {
     Hit(usize),
     Miss,
+    /// Another call's success, as shown: `Ok(42)`.
+    Returned(String),
     Failed(Error),
     Panicked(String),
 }
 
 impl Outcome {
-    fn of(result: std::thread::Result<kvbench_core::Result<Option<Vec<u8>>>>) -> Outcome {
+    fn of(result: std::thread::Result<kvbench_core::Result<Returned>>) -> Outcome {
         match result {
-            Ok(Ok(Some(value))) => Outcome::Hit(value.len()),
-            Ok(Ok(None)) => Outcome::Miss,
+            Ok(Ok(Returned::Value(Some(value)))) => Outcome::Hit(value.len()),
+            Ok(Ok(Returned::Value(None))) => Outcome::Miss,
+            Ok(Ok(Returned::Shown(shown))) => Outcome::Returned(shown),
             Ok(Err(err)) => Outcome::Failed(err),
             Err(panic) => Outcome::Panicked(panic_message(&*panic)),
+        }
+    }
+
+    /// `Some(5 bytes)`, `None`.
+    fn value(value: &Option<Vec<u8>>) -> String {
+        match value.as_ref().map(Vec::len) {
+            Some(1) => "Some(1 byte)".into(),
+            Some(len) => format!("Some({len} bytes)"),
+            None => "None".into(),
         }
     }
 
@@ -543,6 +768,7 @@ impl Outcome {
             Outcome::Hit(1) => "Ok(Some(1 byte))".into(),
             Outcome::Hit(len) => format!("Ok(Some({len} bytes))"),
             Outcome::Miss => "Ok(None)".into(),
+            Outcome::Returned(shown) => shown.clone(),
             Outcome::Failed(err) => format!("Err({})", variant(err)),
             Outcome::Panicked(msg) => format!("panicked: {msg}"),
         }
@@ -621,11 +847,13 @@ fn observe(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<Obser
     })));
     let elapsed = started.elapsed();
     let peak_growth = peak_alloc::thread_peak().saturating_sub(live_before);
-    let second = Outcome::of(catch_unwind(AssertUnwindSafe(|| client.get(KEY))));
+    let second = Outcome::of(catch_unwind(AssertUnwindSafe(|| {
+        client.get(KEY).map(Returned::Value)
+    })));
     // Closing first lets the fake read to end of stream, so it counts every byte sent.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(client)));
     let server = server.finish();
-    if !server.answered {
+    if !server.answered && !case.may_stop_short {
         return Err("the fake server never received the request it answers".into());
     }
     Ok(Observation {
@@ -648,10 +876,17 @@ fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String,
     let seen = observe(spec, transport, case)?;
     let row = seen.row();
     let fail = |what: String| Err(format!("{what}\n  observed: {row}"));
+    // A client that waits for each reply timed out before the request the script answers.
+    let stopped_short = !seen.server.answered;
     let got_expected = match (&seen.first, expect) {
+        (Outcome::Failed(Error::Timeout(_)), _) if stopped_short => true,
         (Outcome::Failed(Error::Protocol(_)), Expect::Protocol)
         | (Outcome::Failed(Error::Timeout(_)), Expect::Timeout)
-        | (Outcome::Failed(Error::Io(_)), Expect::Io) => true,
+        | (Outcome::Failed(Error::Io(_)), Expect::Io)
+        | (Outcome::Failed(Error::Server(_)), Expect::Server)
+        | (Outcome::Failed(Error::Protocol(_) | Error::Timeout(_)), Expect::ProtocolOrTimeout) => {
+            true
+        }
         // The item's key and no other batch key: the failure is attributed to its item.
         (Outcome::Failed(Error::Server(msg)), Expect::ServerErrorFor(key)) => {
             BATCH_KEYS.iter().all(|k| msg.contains(k) == (*k == key))
@@ -677,7 +912,7 @@ fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String,
     }
     // An item that failed leaves the stream in step: the next call reads its own reply, the
     // case's miss. Anything else leaves it out of step: the next call fails at once.
-    let in_step = matches!(expect, Expect::ServerErrorFor(_));
+    let in_step = expect.in_step();
     match &seen.second {
         Outcome::Miss if in_step => {}
         Outcome::Failed(err) if err.breaks_connection() && !in_step => {}
@@ -688,6 +923,14 @@ fn judge(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String,
         return fail(format!(
             "the connection was used again: the server saw {:?}",
             seen.server
+        ));
+    }
+    // The script answers a transaction's EXEC: a request in its place is another command sent
+    // into the transaction (or after the client gave up on it).
+    let answered = seen.server.answered_request.as_deref();
+    if case.call == Call::Transaction && !in_step && !stopped_short && answered != Some("EXEC") {
+        return fail(format!(
+            "the script answers EXEC, but it answered {answered:?}"
         ));
     }
     Ok(row)
@@ -744,8 +987,10 @@ fn needs_overflow_checks(outcome: &str) -> bool {
 /// Runs a library case in a child process and checks its first call against the expected
 /// outcome. Returns the row for the table.
 fn judge_library(spec: &ClientSpec, transport: Transport, case: &Case) -> Result<String, String> {
-    let expected = expected_library_outcome(spec, case.name)?;
+    let expected = expected_library_outcome(spec, case.name);
     let (outcome, row) = record_library(spec, transport, case)?;
+    // With nothing recorded yet, say what to record.
+    let expected = expected.map_err(|err| format!("{err}\n  observed: {outcome}: {row}"))?;
     if outcome != expected {
         return Err(format!(
             "want {expected}, got {outcome}\n  observed: {row}\n  (if the library changed, \

@@ -46,7 +46,8 @@ pub enum Answer {
     /// These bytes one at a time, `every` apart, then silence.
     Drip { bytes: Vec<u8>, every: Duration },
     /// `reply` to this request, and `next` to the request after it: for a case whose first call
-    /// must leave the connection usable, shown by the second call's reply.
+    /// must leave the connection usable, shown by the second call's reply, or whose first call
+    /// sends several commands (a transaction). An empty `reply` leaves a request unanswered.
     Then { reply: Vec<u8>, next: Box<Answer> },
 }
 
@@ -73,6 +74,8 @@ pub struct Report {
     pub answered: bool,
     /// The name of the first request the script answered (upper case), if any.
     pub first_request: Option<String>,
+    /// The name of the request the scripted [`Answer`] went to (the last of a chain), if any.
+    pub answered_request: Option<String>,
 }
 
 #[derive(Default)]
@@ -83,6 +86,7 @@ struct Shared {
     connections_after_answer: AtomicUsize,
     bytes_after_answer: AtomicUsize,
     first_request: Mutex<Option<String>>,
+    answered_request: Mutex<Option<String>>,
     handlers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -195,6 +199,7 @@ impl FakeServer {
             bytes_after_answer: self.shared.bytes_after_answer.load(Ordering::SeqCst),
             answered: self.shared.answered.load(Ordering::SeqCst),
             first_request: self.shared.first_request.lock().unwrap().clone(),
+            answered_request: self.shared.answered_request.lock().unwrap().clone(),
         }
     }
 
@@ -305,7 +310,7 @@ fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared
                 }
                 continue;
             }
-            (shared.first_request.lock().unwrap()).get_or_insert(request.name);
+            (shared.first_request.lock().unwrap()).get_or_insert(request.name.clone());
             if let Answer::Then { reply, next } = &answer {
                 // A request answered on the way to the last one: the connection goes on.
                 pending.drain(..used);
@@ -316,6 +321,7 @@ fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared
                 continue;
             }
             // The request the script answers. Bytes already behind it were sent after it.
+            *shared.answered_request.lock().unwrap() = Some(request.name);
             shared.answered.store(true, Ordering::SeqCst);
             answered_here = true;
             shared
