@@ -141,6 +141,17 @@ const HOSTILE_OUTCOMES: &[HostileOutcome] = kvbench_core::hostile_outcomes![
     "bare_lf_in_header" => HostileOutcome::PROTOCOL,
     "negative_bulk_length" => HostileOutcome::PROTOCOL,
     "closed_mid_bulk" => HostileOutcome::IO,
+    // A bulk `42` where INCR's integer belongs converts to the number it holds.
+    "incr_answered_with_a_bulk" => "Ok(42)",
+    "mget_array_too_short" => HostileOutcome::PROTOCOL,
+    "mget_array_too_long" => HostileOutcome::PROTOCOL,
+    "mget_absurd_array_length" => HostileOutcome::TIMED_OUT,
+    "mget_largest_allowed_array_then_silence" => HostileOutcome::TIMED_OUT,
+    "exec_nil" => HostileOutcome::SERVER,
+    "exec_execabort" => HostileOutcome::SERVER,
+    "exec_array_too_short" => HostileOutcome::PROTOCOL,
+    "exec_array_too_long" => HostileOutcome::PROTOCOL,
+    "exec_after_a_missing_queued" => HostileOutcome::TIMED_OUT,
 ];
 
 const PIPELINING: Pipelining = Pipelining::Pipelined(

@@ -135,6 +135,8 @@ const ASCII_OUTCOMES: &[HostileOutcome] = kvbench_core::hostile_outcomes![
     "byte_count_below_the_data" => HostileOutcome::PROTOCOL,
     "byte_count_above_the_data" => HostileOutcome::PROTOCOL,
     "value_for_another_key" => HostileOutcome::PROTOCOL,
+    "incr_answered_with_a_value" => HostileOutcome::PROTOCOL,
+    "get_many_value_for_a_key_not_asked" => HostileOutcome::PROTOCOL,
     "closed_mid_value" => HostileOutcome::IO,
     // The timeout bounds each read, not the reply: a reply dripped a byte every 100 ms arrives
     // whole.

@@ -96,6 +96,17 @@ macro_rules! redis_rs_outcomes {
             "missing_crlf_after_bulk" => HostileOutcome::PROTOCOL,
             "deeply_nested_arrays" => HostileOutcome::PROTOCOL,
             "bare_lf_in_header" => HostileOutcome::PROTOCOL,
+            // A bulk `42` where INCR's integer belongs converts to the number it holds.
+            "incr_answered_with_a_bulk" => "Ok(42)",
+            "mget_array_too_short" => HostileOutcome::PROTOCOL,
+            "mget_array_too_long" => HostileOutcome::PROTOCOL,
+            "mget_absurd_array_length" => HostileOutcome::TIMED_OUT,
+            "mget_largest_allowed_array_then_silence" => HostileOutcome::TIMED_OUT,
+            "exec_nil" => HostileOutcome::SERVER,
+            "exec_execabort" => HostileOutcome::PROTOCOL,
+            "exec_array_too_short" => HostileOutcome::PROTOCOL,
+            "exec_array_too_long" => HostileOutcome::PROTOCOL,
+            "exec_after_a_missing_queued" => HostileOutcome::TIMED_OUT,
             $($differs)*
         ]
     };
