@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kvbench_buffered::{BufferedConnection, CHUNK_LEN, Duplex, connect_tcp, connect_unix};
-use kvbench_core::{Backend, Client, Endpoint, Error, Options, Transport};
+use kvbench_core::{Backend, Client, Endpoint, Error, Operation, Options, Transport};
 use kvbench_servers::costs::{Counted, CountingAllocator, assert_small_call_costs};
 use kvbench_servers::{Servers, StartOptions};
 
@@ -253,15 +253,26 @@ fn large_values_pipeline_one_chunk_each() {
     }
 }
 
+/// With `only_ok`, the default user may touch only keys under `ok:`: every other SET gets
+/// -NOPERM, the rest succeed. Without, every key again.
+fn restrict_keys(reference: &mut redis::Connection, only_ok: bool) {
+    let keys: &[&str] = if only_ok {
+        &["resetkeys", "~ok:*"]
+    } else {
+        &["allkeys"]
+    };
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "default"])
+        .arg(keys)
+        .exec(reference)
+        .unwrap();
+}
+
 #[test]
 fn error_replies_fail_the_batch_after_every_reply_is_drained() {
     let servers = start();
     let mut reference = reference(&servers);
-    // Only keys under `ok:` may be written: every other SET gets -NOPERM, the rest succeed.
-    redis::cmd("ACL")
-        .arg(&["SETUSER", "default", "resetkeys", "~ok:*"])
-        .exec(&mut reference)
-        .unwrap();
+    restrict_keys(&mut reference, true);
     for (transport, items) in [
         (Transport::Tcp, 10_000),
         (Transport::Unix, 10_000),
@@ -275,7 +286,7 @@ fn error_replies_fail_the_batch_after_every_reply_is_drained() {
         let batch: Vec<(&[u8], &[u8])> = keys.iter().map(|k| (&k[..], &b"v"[..])).collect();
         match con.set_many(&batch) {
             Err(Error::Server(msg)) => {
-                let count = format!("{} of {items} SETs failed", items / 2);
+                let count = format!("{} of {items} commands failed", items / 2);
                 assert!(msg.starts_with(&count) && msg.contains("NOPERM"), "{msg}");
             }
             other => panic!("want Error::Server, got {other:?}"),
@@ -286,10 +297,114 @@ fn error_replies_fail_the_batch_after_every_reply_is_drained() {
         con.set(b"ok:after", b"yes").unwrap();
         assert_eq!(con.get(b"ok:after").unwrap(), Some(b"yes".to_vec()));
     }
-    redis::cmd("ACL")
-        .arg(&["SETUSER", "default", "allkeys"])
-        .exec(&mut reference)
-        .unwrap();
+    restrict_keys(&mut reference, false);
+}
+
+/// The operations beyond GET and SET. INCR, MGET and the hash go through `raw-tcp`'s
+/// connection; `get_many_pipelined` and `transaction` are this crate's: each one `write`.
+#[test]
+fn every_operation_on_both_transports_and_the_pipelined_ones_in_one_write() {
+    assert_eq!(kvbench_buffered::SPEC.operations, Operation::ALL);
+    let servers = start();
+    let mut reference = reference(&servers);
+    for &transport in Transport::ALL {
+        redis::cmd("FLUSHALL").exec(&mut reference).unwrap();
+        let mut con = BufferedConnection::new(Shared::connect(&endpoint(&servers, transport)));
+        let max = i64::MAX.to_string();
+        con.set(b"n", max.as_bytes()).unwrap();
+        let overflow = con.incr(b"n");
+        assert!(
+            matches!(&overflow, Err(Error::Server(m)) if m.contains("overflow")),
+            "{overflow:?}"
+        );
+        assert_eq!(con.incr(b"fresh").unwrap(), 1);
+
+        con.set_many(&[(b"a", b"1"), (b"c", b"3")]).unwrap();
+        let keys: [&[u8]; 4] = [b"a", b"b", b"c", b"a"];
+        let want = [
+            Some(b"1".to_vec()),
+            None,
+            Some(b"3".to_vec()),
+            Some(b"1".to_vec()),
+        ];
+        assert_eq!(con.get_many(&keys).unwrap(), want);
+        let writes = con.stream().writes();
+        assert_eq!(con.get_many_pipelined(&keys).unwrap(), want);
+        assert_eq!(con.stream().writes() - writes, 1, "one write for every GET");
+        assert_eq!(con.get_many_pipelined(&[]).unwrap(), []);
+
+        assert_eq!(con.hgetall(b"h").unwrap(), []);
+        con.hset_many(b"h", &[(b"f", b"v")]).unwrap();
+        assert_eq!(con.hgetall(b"h").unwrap(), [(b"f".to_vec(), b"v".to_vec())]);
+
+        let items: Vec<(Vec<u8>, Vec<u8>)> = (0..1_000)
+            .map(|i| (format!("t:{i}").into_bytes(), vec![b'v'; i]))
+            .collect();
+        let borrowed: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        let writes = con.stream().writes();
+        con.transaction(&borrowed).unwrap();
+        assert_eq!(
+            con.stream().writes() - writes,
+            1,
+            "MULTI, 1,000 SETs and EXEC in one write"
+        );
+        for i in [0, 1, 999] {
+            let stored = query::<Option<Vec<u8>>>(&mut reference, &[b"GET", &items[i].0]);
+            assert_eq!(stored.as_ref(), Some(&items[i].1), "t:{i}");
+        }
+    }
+}
+
+/// Far more GETs, and far more replies, than the socket buffers hold, written before any reply
+/// is read: Redis reads on while its replies wait, so this completes instead of deadlocking.
+#[test]
+fn a_pipelined_get_of_half_a_million_keys_completes() {
+    let servers = start();
+    let values: Vec<Vec<u8>> = (0..1_000u64).map(|i| i.to_le_bytes().repeat(2)).collect();
+    let keys: Vec<Vec<u8>> = (0..values.len())
+        .map(|i| format!("k:{i}").into_bytes())
+        .collect();
+    for &transport in Transport::ALL {
+        let mut con = client(&servers, transport, &Options::default());
+        con.set_many(&kvbench_servers::script::items(&keys, &values))
+            .unwrap();
+        // 13 MB of commands, 12 MB of replies: each far beyond what the sockets buffer.
+        let mut asked: Vec<&[u8]> = keys.iter().cycle().take(500_000).map(|k| &k[..]).collect();
+        asked[123_456] = b"k:missing";
+        let got = con.get_many_pipelined(&asked).unwrap();
+        assert_eq!(got.len(), asked.len());
+        for (i, value) in got.iter().enumerate() {
+            let want = (i != 123_456).then(|| &values[i % values.len()]);
+            assert_eq!(value.as_ref(), want, "{transport}, key {i}");
+        }
+    }
+}
+
+/// A SET refused while queued (no write permission on its key) aborts the pipelined
+/// transaction: nothing is stored, and once EXEC's reply is read too, the connection is in step.
+#[test]
+fn a_refused_set_aborts_the_pipelined_transaction() {
+    let servers = start();
+    let mut reference = reference(&servers);
+    restrict_keys(&mut reference, true);
+    for &transport in Transport::ALL {
+        let mut con = client(&servers, transport, &Options::default());
+        let items: [(&[u8], &[u8]); 3] = [(b"ok:1", b"1"), (b"no:2", b"2"), (b"ok:3", b"3")];
+        let outcome = con.transaction(&items);
+        assert!(
+            matches!(&outcome, Err(Error::Server(m)) if m.starts_with("NOPERM")),
+            "{outcome:?}"
+        );
+        assert_eq!(dbsize(&mut reference), 0);
+        con.transaction(&[(b"ok:1", b"1"), (b"ok:3", b"3")])
+            .unwrap();
+        assert_eq!(
+            con.get_many(&[b"ok:1", b"ok:3"]).unwrap(),
+            [Some(b"1".to_vec()), Some(b"3".to_vec())]
+        );
+        redis::cmd("FLUSHALL").exec(&mut reference).unwrap();
+    }
+    restrict_keys(&mut reference, false);
 }
 
 /// SIGSTOP (then SIGCONT) the private Redis: a real server that stops reading and answering.
@@ -316,18 +431,30 @@ fn a_frozen_server_ends_the_pipeline_with_a_timeout_not_a_hang() {
         .map(|i| (format!("frozen:{i}").into_bytes(), b"bar".to_vec()))
         .collect();
     let borrowed: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let keys: Vec<&[u8]> = borrowed.iter().map(|(k, _)| *k).collect();
     for transport in Transport::ALL {
-        for batch in [&borrowed[..], &borrowed[..10]] {
+        // A million SETs block the writer; ten wait for their replies (the pipelined GETs and
+        // the transaction write with the same `write_all` as ten SETs, on the calling thread).
+        for (call, batch) in [
+            (0, &borrowed[..]),
+            (0, &borrowed[..10]),
+            (1, &borrowed[..10]),
+            (2, &borrowed[..10]),
+        ] {
             let mut con = client(&servers, *transport, &options);
             con.set(b"warm", b"up").unwrap();
             signal(pid, "STOP");
             let started = Instant::now();
-            let outcome = con.set_many(batch);
+            let outcome = match call {
+                0 => con.set_many(batch),
+                1 => con.get_many_pipelined(&keys[..batch.len()]).map(drop),
+                _ => con.transaction(batch),
+            };
             let elapsed = started.elapsed();
             signal(pid, "CONT");
             assert!(
                 matches!(outcome, Err(Error::Timeout(_))),
-                "{transport}, {} items: {outcome:?}",
+                "{transport}, call {call}, {} items: {outcome:?}",
                 batch.len()
             );
             assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");

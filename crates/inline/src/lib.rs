@@ -20,6 +20,12 @@
 //! of connection and reads replies the same way; the difference in the benchmark is the request
 //! form alone.
 //!
+//! **What it offers.** What `raw-tcp` offers, through the same connection: GET, SET, SET with
+//! expiry, DEL, and every optional operation of the contract (`INCR`, `MGET`, `HSET`/`HGETALL`,
+//! and a transaction as `MULTI`, one `SET` at a time, `EXEC`), each command one inline line
+//! within the limits below. A SET of a transaction refused before sending ends the transaction
+//! with `DISCARD`, so the refusal leaves nothing queued.
+//!
 //! **What it gives up.** Binary safety, empty values and large values. A key or value holding a
 //! space, tab, vertical tab, form feed, CR, LF, a quote or a NUL, an empty key or value, or a
 //! command line longer than Redis's inline limit ([`INLINE_MAX_LEN`], 64 KiB) is refused with
@@ -46,7 +52,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use kvbench_core::{
-    Backend, ClientSpec, Error, Kind, Limitation, Options, Pipelining, Result, Transport,
+    Backend, ClientSpec, Error, Kind, Limitation, Operation, Options, Pipelining, Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, Encoding};
 
@@ -73,10 +79,6 @@ pub fn forbidden(byte: u8) -> Option<&'static str> {
 }
 // ANCHOR_END: forbidden
 
-/// What each argument position holds, for error messages (every command here is
-/// `NAME key [value ...]`).
-const ROLES: [&str; 3] = ["command", "key", "value"];
-
 /// Appends `args` as one inline command line: the arguments joined by single spaces, then
 /// `\r\n`. Refuses, leaving `write_buf` unchanged, anything the server would not read back as the same
 /// arguments, and any line longer than [`INLINE_MAX_LEN`].
@@ -91,7 +93,13 @@ pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
         )));
     }
     for (position, arg) in args.iter().enumerate() {
-        let role = ROLES.get(position).unwrap_or(&"argument");
+        // What the argument is, for the error message.
+        let role = match position {
+            0 => "command",
+            1 => "key",
+            2 if args[0] == b"SET" => "value",
+            _ => "argument",
+        };
         if arg.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "empty {role}: inline arguments are separated by spaces, so an empty one cannot be written"
@@ -179,7 +187,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
-    operations: &[],
+    operations: Operation::ALL,
 };
 
 #[cfg(test)]
@@ -237,6 +245,14 @@ mod tests {
             panic!("want InvalidInput, got {err:?}")
         };
         assert!(msg.starts_with("key has byte '\\r' at offset 1"), "{msg}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_argument() {
+        let message = |args: &[&[u8]]| encoded(args).unwrap_err().to_string();
+        assert!(message(&[b"SET", b"k", b"a b"]).contains("value has byte ' '"));
+        assert!(message(&[b"MGET", b"a", b"b c"]).contains("argument has byte ' '"));
+        assert!(message(&[b"HSET", b"h k", b"f", b"v"]).contains("key has byte ' '"));
     }
 
     #[test]

@@ -195,3 +195,38 @@ fn an_error_reply_is_typed_and_the_connection_survives() {
         assert_eq!(con.get(b"after").unwrap(), Some(b"ok".to_vec()));
     }
 }
+
+/// The optional operations, each one inline line. A SET of a transaction that the inline form
+/// cannot carry is refused after MULTI went out: the transaction is discarded, so nothing of it
+/// is stored and the next command is not queued.
+#[test]
+fn every_operation_round_trips_and_a_refused_transaction_is_discarded() {
+    let servers = start();
+    let mut reference = reference(&servers);
+    for transport in Transport::ALL {
+        let mut con = client(&servers, *transport);
+        assert_eq!(con.incr(b"n").unwrap(), 1);
+        con.set(b"n", i64::MAX.to_string().as_bytes()).unwrap();
+        assert!(matches!(con.incr(b"n"), Err(Error::Server(_))));
+        let values = con.get_many(&[b"n", b"missing"]).unwrap();
+        assert_eq!(values, [Some(i64::MAX.to_string().into_bytes()), None]);
+        assert_eq!(con.hgetall(b"h").unwrap(), []);
+        con.hset_many(b"h", &[(b"f", b"v")]).unwrap();
+        assert_eq!(con.hgetall(b"h").unwrap(), [(b"f".to_vec(), b"v".to_vec())]);
+        assert!(matches!(
+            con.hset_many(b"h", &[(b"f", b"two words")]),
+            Err(Error::InvalidInput(_))
+        ));
+
+        let refused: [(&[u8], &[u8]); 3] = [(b"t:1", b"1"), (b"t:2", b"two words"), (b"t:3", b"3")];
+        assert!(matches!(
+            con.transaction(&refused),
+            Err(Error::InvalidInput(_))
+        ));
+        assert_eq!(get(&mut reference, b"t:1"), None);
+        assert_eq!(con.get(b"t:1").unwrap(), None, "a GET answered, not queued");
+        con.transaction(&[(b"t:1", b"1"), (b"t:3", b"3")]).unwrap();
+        assert_eq!(get(&mut reference, b"t:3"), Some(b"3".to_vec()));
+        redis::cmd("FLUSHALL").exec(&mut reference).unwrap();
+    }
+}

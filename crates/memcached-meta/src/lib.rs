@@ -2,8 +2,9 @@
 //! and its lesson is **quiet mode**: the server answers only failures, so a pipelined SET of N
 //! items reads almost nothing back. It is the memcached counterpart of a pipeline whose replies
 //! are ignored, except that nothing is ignored: a failure still comes back, and names its item.
-//! It gives up reading while it writes a batch, and (like `memcached-text`) keys holding spaces or
-//! control bytes, CAS, client flags and multi-key gets. Compare it with `memcached-text`, the
+//! Batch reads are quiet too: a miss says nothing, and a hit is placed by the opaque it carries
+//! back. It gives up reading while it writes a batch of sets, and (like `memcached-text`) keys
+//! holding spaces or control bytes, CAS and client flags. Compare it with `memcached-text`, the
 //! same client in the text protocol, which reads one `STORED` per item.
 //!
 //! # What it teaches
@@ -21,6 +22,17 @@
 //!   the error names that item's key. An error line (`SERVER_ERROR ...`) carries no flags, so for
 //!   it the client can say only that some item failed. A single command is a batch of one: `O0`,
 //!   which its reply must echo, and `mg` also asks for the key back (`k`) and checks it.
+//! - **Batch reads: quiet misses, hits placed by their opaque.**
+//!   [`MetaClient::get_many_pipelined`] sends `mg <key> v q O<i>` for each key. With `q` a miss
+//!   (`EN`) is not sent at all, so the replies are the hits alone, `VA <bytes> O<i>`, and cannot
+//!   be matched to the keys by counting: each is put in the place its opaque names, `i`, the
+//!   key's index in the batch. That is what a batch read needs from the meta protocol: the key
+//!   echoed back (`k`) would name the key, but a key asked twice would leave two places to choose
+//!   from; the index names exactly one, in fewer bytes than most keys. Unlike stored
+//!   items, hits answer, so the batch is not written whole before reading: every
+//!   [`WRITE_CHUNK_LEN`] bytes of commands are closed by their own `mn`, and each chunk's hits are
+//!   read, up to its `MN`, once the next chunk is written — at most two chunks unanswered, which
+//!   the socket buffers hold even while the server, its replies unread, has stopped reading.
 //! - **The same framing, shorter.** `mg <key> v k O0` is answered
 //!   `VA <bytes> k<key> O0\r\n<data>\r\n` or `EN\r\n`: a value is still found by its count,
 //!   never by scanning, so it may hold any byte. Replies are read by a sans-I/O decoder,
@@ -36,22 +48,27 @@
 //! As `memcached-text`: one reused write buffer (a command goes out in one `write`), one reused
 //! [`ReadBuffer`], and one allocation per hit, the returned `Vec`. A `set_many` batch is written
 //! in writes of about [`WRITE_CHUNK_LEN`] bytes and, when every item is stored, read with one
-//! `read`: `MN\r\n`.
+//! `read`: `MN\r\n`. A `get_many_pipelined` batch is one write per chunk, and reads that carry
+//! only its hits and a `MN` per chunk.
 //!
 //! # What it gives up
 //!
-//! - **Reading while writing.** The batch is written whole before anything is read. A stored item
-//!   answers nothing, so the server's replies cannot fill its socket buffer while this side still
-//!   writes, unless a great many items fail: then the server stops reading, our write blocks, and
-//!   the batch fails with [`Error::Timeout`] at the write timeout (connection broken) instead of
-//!   hanging. `memcached-text` reads between chunks because every item answers; here that would
-//!   cost a `read` per chunk for nothing in the common case.
+//! - **Reading while writing.** A batch of sets is written whole before anything is read. A
+//!   stored item answers nothing, so the server's replies cannot fill its socket buffer while this
+//!   side still writes, unless a great many items fail: then the server stops reading, our write
+//!   blocks, and the batch fails with [`Error::Timeout`] at the write timeout (connection broken)
+//!   instead of hanging. `memcached-text` reads between chunks because every item answers; here
+//!   that would cost a `read` per chunk for nothing in the common case.
 //! - **Stopping at the first failure.** The server reports failures only after it has read the
 //!   items behind them, so every item is sent; the first failure is returned (with how many items
 //!   failed) once the `MN` shows the batch is over, and items after it may be stored.
-//! - No multi-key get, CAS, client flags, base64 keys, server pools or reconnects; servers older
-//!   than memcached 1.6 answer `ERROR`. A connection that saw a malformed reply, an I/O error or a
-//!   timeout is marked broken and every later call fails without touching the socket.
+//! - **Going on after an error line in a batch of gets.** It carries no opaque, so it cannot say
+//!   which get it answers (memcached sends one when out of memory): the batch fails with
+//!   [`Error::Protocol`] and the connection is given up rather than read on.
+//! - No multi-key command (the meta protocol has none: `get_many_pipelined` is its batch read),
+//!   CAS, client flags, base64 keys, server pools or reconnects; servers older than memcached 1.6
+//!   answer `ERROR`. A connection that saw a malformed reply, an I/O error or a timeout is marked
+//!   broken and every later call fails without touching the socket.
 //!
 //! # Timeouts
 //!
@@ -264,6 +281,36 @@ impl<S: Read + Write> MetaClient<S> {
         }
     }
     // ANCHOR_END: meta_quiet_batch
+
+    /// The quiet gets behind `get_many_pipelined`: `mg <key> v q O<i>` for each key, closed by an
+    /// `mn` every [`WRITE_CHUNK_LEN`] bytes and after the last; each chunk's hits are read, up to
+    /// its `MN`, once the next chunk is written.
+    // ANCHOR: meta_quiet_gets
+    fn quiet_gets(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let (mut values, mut unanswered) = (vec![None; keys.len()], 0);
+        let mut index = itoa::Buffer::new();
+        for (n, key) in keys.iter().enumerate() {
+            let i = index.format(n).as_bytes();
+            encode(&mut self.write_buf, &[b"mg ", key, b" v q O", i, b"\r\n"]);
+            let last = n + 1 == keys.len();
+            if self.write_buf.len() < WRITE_CHUNK_LEN && !last {
+                continue;
+            }
+            self.write_buf.extend_from_slice(b"mn\r\n");
+            self.flush()?;
+            unanswered += 1;
+            // The chunk before this one; after the last, this one too.
+            while unanswered > usize::from(!last) {
+                let judge = |reply: &MetaReply, line: &[u8]| batch_hit(reply, line, keys.len());
+                while let Some((i, len)) = self.read_line(judge)? {
+                    values[i] = Some(self.read_value(len)?);
+                }
+                unanswered -= 1;
+            }
+        }
+        Ok(values)
+    }
+    // ANCHOR_END: meta_quiet_gets
 }
 
 impl<S: Read + Write + Send> Client for MetaClient<S> {
@@ -311,6 +358,33 @@ impl<S: Read + Write + Send> Client for MetaClient<S> {
             .try_for_each(|(key, value)| check_key(key).and_then(|()| check_value(value)))?;
         self.exchange(|c| c.quiet_batch(items))
     }
+
+    /// Quiet gets: see the crate docs. One bad key refuses the batch with nothing sent.
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().try_for_each(|key| check_key(key))?;
+        self.exchange(|c| c.quiet_gets(keys))
+    }
+}
+
+/// A reply line inside a chunk of quiet gets of `keys` keys: a hit (the place its opaque names,
+/// the length of its data), or `None` for the `MN` that closes the chunk. Anything else is
+/// `Err`, out of step: a hit naming no place in the batch, and an error line too (it cannot say
+/// which get it answers, and the rest of the batch is not read after it).
+fn batch_hit(reply: &MetaReply, line: &[u8], keys: usize) -> Result<Option<(usize, usize)>> {
+    match &reply.status {
+        Status::NoOp => Ok(None),
+        Status::Value(data) => match batch_index(reply, line).filter(|&i| i < keys) {
+            Some(i) => Ok(Some((i, data.len()))),
+            None => Err(Error::Protocol("a hit names no key of the batch".into())),
+        },
+        status => Err(unexpected(status, "a quiet mg")),
+    }
+}
+
+/// The index in its batch that a reply's opaque names, if it is a number.
+fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
+    let digits = std::str::from_utf8(&line[reply.opaque.clone()?]).ok()?;
+    digits.parse().ok()
 }
 
 /// One reply line inside a quiet batch: `Ok(None)` for the closing `MN`, `Ok(Some(why))` for an
@@ -329,11 +403,7 @@ fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Resu
             };
         }
     };
-    let index = reply.opaque.as_ref().and_then(|token| {
-        let digits = std::str::from_utf8(&line[token.clone()]).ok()?;
-        digits.parse::<usize>().ok()
-    });
-    match index.and_then(|i| items.get(i)) {
+    match batch_index(reply, line).and_then(|i| items.get(i)) {
         Some((key, _)) => Ok(Some(format!("{refusal:?} for key {}", show(key)))),
         None => Err(Error::Protocol(format!(
             "{refusal:?} with opaque {:?} names no item of a batch of {}",

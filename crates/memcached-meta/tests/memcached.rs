@@ -95,3 +95,55 @@ fn an_item_the_server_refuses_fails_the_batch_and_the_rest_is_stored() {
         );
     });
 }
+
+#[test]
+fn quiet_gets_answer_in_key_order_with_misses_and_repeats() {
+    on_both(|client| {
+        let binary: Vec<u8> = (0..=255u8).chain(*b"\r\nMN\r\nEN\r\n").collect();
+        let stored: &[(&[u8], &[u8])] = &[(b"one", b"1"), (b"binary", &binary), (b"empty", b"")];
+        client.set_many(stored).unwrap();
+        let keys: [&[u8]; 7] = [
+            b"one", b"miss", b"binary", b"one", b"empty", b"miss", b"one",
+        ];
+        let want: [Option<&[u8]>; 7] = [
+            Some(b"1"),
+            None,
+            Some(&binary),
+            Some(b"1"),
+            Some(b""),
+            None,
+            Some(b"1"),
+        ];
+        let want = want.map(|value| value.map(<[u8]>::to_vec));
+        assert_eq!(client.get_many_pipelined(&keys).unwrap(), want);
+        assert_eq!(client.get_many_pipelined(&[b"miss"]).unwrap(), [None]);
+        assert_eq!(
+            client.get(b"one").unwrap().as_deref(),
+            Some(&b"1"[..]),
+            "in step"
+        );
+    });
+}
+
+#[test]
+fn quiet_gets_of_twenty_thousand_keys_with_large_values_among_them() {
+    // Many chunks, and 20 values of 256 KiB that keep the server waiting on its output while
+    // this side still writes: reading a chunk behind must keep both sides moving.
+    let keys: Vec<String> = (0..20_000).map(|i| format!("key{i}")).collect();
+    let large = vec![b'L'; 256 * 1024];
+    let want: Vec<Option<Vec<u8>>> = (0..keys.len())
+        .map(|i| match (i % 2, i % 1_000) {
+            (1, _) => None,
+            (_, 0) => Some(large.clone()),
+            _ => Some(i.to_string().into_bytes()),
+        })
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
+    let stored: Vec<(&[u8], &[u8])> = (0..keys.len())
+        .filter_map(|i| Some((refs[i], want[i].as_deref()?)))
+        .collect();
+    on_both(|client| {
+        client.set_many(&stored).unwrap();
+        assert_eq!(client.get_many_pipelined(&refs).unwrap(), want);
+    });
+}

@@ -131,6 +131,54 @@ fn failures_in_a_batch_name_their_keys_and_leave_nothing_unread() {
 }
 
 #[test]
+fn quiet_gets_read_only_the_hits_and_place_each_by_its_opaque() {
+    // `a` asked twice, `b` a miss (silent); the hits may come in any order.
+    let keys: &[&[u8]] = &[b"a", b"b", b"a"];
+    for max_read in [1, 64] {
+        let script = b"VA 1 O2\r\n1\r\nVA 5 O0\r\n1\r\nMN\r\nMN\r\nMN\r\nEN\r\n";
+        let (mut client, written) = scripted(script, max_read);
+        let values = client.get_many_pipelined(keys).unwrap();
+        assert_eq!(
+            values,
+            [Some(b"1\r\nMN".to_vec()), None, Some(b"1".to_vec())]
+        );
+        assert_eq!(
+            sent(&written),
+            "mg a v q O0\\r\\nmg b v q O1\\r\\nmg a v q O2\\r\\nmn\\r\\n"
+        );
+        // A batch of misses reads its MN alone, and the next command its own reply.
+        assert_eq!(client.get_many_pipelined(&[b"c"]).unwrap(), [None]);
+        assert_eq!(client.get(b"d").unwrap(), None);
+    }
+    // No key, nothing sent; a bad key refuses the batch with nothing sent.
+    let (mut client, written) = scripted(b"", 64);
+    assert!(client.get_many_pipelined(&[]).unwrap().is_empty());
+    let refused = client.get_many_pipelined(&[b"a", b"b c"]);
+    assert!(
+        matches!(refused, Err(Error::InvalidInput(_))),
+        "{refused:?}"
+    );
+    assert!(written.lock().unwrap().is_empty());
+}
+
+#[test]
+fn quiet_gets_close_each_chunk_with_its_own_no_op() {
+    // 250-byte keys: 64 KiB of commands is about 250 of them, so 600 make three chunks.
+    let keys: Vec<Vec<u8>> = (0..600)
+        .map(|i| format!("{i:0>250}").into_bytes())
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let (mut client, written) = scripted(b"VA 1 O599\r\nz\r\nMN\r\nMN\r\nMN\r\n", 64);
+    let values = client.get_many_pipelined(&refs).unwrap();
+    assert_eq!(values.iter().flatten().count(), 1);
+    assert_eq!(values[599].as_deref(), Some(&b"z"[..]));
+    let written = written.lock().unwrap();
+    let no_ops = written.windows(4).filter(|w| w == b"mn\r\n").count();
+    assert_eq!(no_ops, 3);
+    assert!(written.ends_with(b"O599\r\nmn\r\n"));
+}
+
+#[test]
 fn replies_that_belong_to_no_command_of_ours_break_the_connection() {
     let cases: &[(&[u8], bool)] = &[
         // (server's reply, whether the call is the batch)
@@ -142,12 +190,26 @@ fn replies_that_belong_to_no_command_of_ours_break_the_connection() {
         (b"MN\r\n", false),         // a no-op nobody sent
         (b"CLIENT_ERROR bad command line format\r\n", false),
     ];
+    // (server's reply to quiet gets of `foo` and `bar`)
+    let gets: &[&[u8]] = &[
+        b"VA 1 O2\r\nx\r\nMN\r\n", // an opaque past the batch's end
+        b"VA 1\r\nx\r\nMN\r\n",    // a hit without its opaque
+        b"VA 1 Ox\r\nx\r\nMN\r\n", // an opaque that is no index
+        b"EN O1\r\nMN\r\n",        // a quiet miss that was not quiet
+        b"HD O0\r\nMN\r\n",        // a reply to another kind of command
+        // An error line cannot say which get it answers: the rest is not read.
+        b"SERVER_ERROR out of memory\r\nMN\r\n",
+    ];
+    let cases = cases
+        .iter()
+        .map(|&(script, batch)| (script, Some(batch)))
+        .chain(gets.iter().map(|&script| (script, None)));
     for (script, batch) in cases {
         let (mut client, written) = scripted(script, 64);
-        let result = if *batch {
-            client.set_many(BATCH)
-        } else {
-            client.get(b"foo").map(drop)
+        let result = match batch {
+            Some(true) => client.set_many(BATCH),
+            Some(false) => client.get(b"foo").map(drop),
+            None => client.get_many_pipelined(&[b"foo", b"bar"]).map(drop),
         };
         let shown = script.escape_ascii().to_string();
         assert!(

@@ -7,11 +7,16 @@
 //!
 //! [`decode`] is given the bytes received so far and answers one of three things: a complete reply
 //! of `n` bytes (`Ok(Some((reply, n)))`), "need more bytes" (`Ok(None)`, a normal outcome, not an
-//! error), or a [`ReplyError`] when the bytes cannot be a reply to `get`, `set` or `delete`. It
-//! never touches a socket and never allocates on success, so every wire form is tested on byte
-//! literals. Like csv-core, the caller owns the buffer: the ranges in a [`Reply`] index the slice
-//! that was decoded. The client uses [`decode`]'s two halves: [`parse_line`] for each reply line,
-//! then, after a value's data (read by its count), [`trailer_complete`].
+//! error), or a [`ReplyError`] when the bytes cannot be a reply to `get`, `set`, `delete` or
+//! `incr`. It never touches a socket and never allocates on success, so every wire form is tested
+//! on byte literals. Like csv-core, the caller owns the buffer: the ranges in a [`Reply`] index the
+//! slice that was decoded. The client uses [`decode`]'s two halves: [`parse_line`] for each reply
+//! line, then, after a value's data (read by its count), [`trailer_complete`].
+//!
+//! A multi-key get (`get k1 … kN`) is answered by a `VALUE` block for each hit, in the order of
+//! the keys (a key asked twice gets two), then one `END`: [`decode_get_many_part`] reads it a
+//! block at a time, each value's data followed by its CRLF alone ([`data_end_complete`], for a
+//! client reading the data itself), and [`place_hit`] says which key a block answers.
 //!
 //! Every length the peer claims is checked before the caller can allocate for it: a line is at
 //! most [`MAX_LINE_LEN`] bytes, a value at most [`MAX_VALUE_LEN`].
@@ -37,6 +42,10 @@ pub const MAX_VALUE_LEN: usize = 1 << 30;
 /// What follows a value's data: the data's own CRLF, then the `END` line closing the `get` reply.
 pub const VALUE_TRAILER: &[u8] = b"\r\nEND\r\n";
 
+/// What follows a value's data where another block or line may come next (a multi-key get, a
+/// meta reply): only the data's own CRLF.
+pub const DATA_TRAILER: &[u8] = b"\r\n";
+
 /// One complete reply. Ranges index the slice given to [`decode`] or [`parse_line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
@@ -59,6 +68,9 @@ pub enum Reply {
     Deleted,
     /// `NOT_FOUND\r\n`: a `delete` found no such key.
     NotFound,
+    /// `<digits>\r\n`: the new value of a counter, in answer to `incr` (memcached's counters are
+    /// unsigned 64-bit).
+    Number(u64),
     /// `ERROR\r\n`: the server read a command name it does not know.
     Error,
     /// `CLIENT_ERROR <msg>\r\n`: the server could not parse the command; the range is `<msg>`.
@@ -86,8 +98,9 @@ pub enum ReplyError {
     /// The announced number of data bytes is not followed by `\r\nEND\r\n`.
     #[error("value data not followed by \\r\\nEND\\r\\n (wrong byte count?)")]
     MissingEnd,
-    /// A meta value's announced number of data bytes is not followed by `\r\n`.
-    #[error("meta value data not followed by \\r\\n (wrong byte count?)")]
+    /// A value's announced number of data bytes is not followed by the `\r\n` that ends it in a
+    /// meta reply or inside a multi-key get.
+    #[error("value data not followed by \\r\\n (wrong byte count?)")]
     MissingDataEnd,
     /// A meta reply line that is not `<code> <flags>*` (or `VA <size> <flags>*`).
     #[error("malformed meta reply line: {0}")]
@@ -120,6 +133,8 @@ pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
                 Reply::ClientError(msg) // CLIENT_ERROR <msg>\r\n
             } else if let Some(msg) = message(line, b"SERVER_ERROR") {
                 Reply::ServerError(msg) // SERVER_ERROR <msg>\r\n
+            } else if let Some(value) = number(line) {
+                Reply::Number(value) // <digits>\r\n
             } else {
                 return Err(unknown_line(line));
             }
@@ -149,22 +164,45 @@ fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ReplyError> {
 /// Decodes one complete reply from the start of `buf`: `Ok(Some((reply, n)))` when its `n` bytes
 /// are all there, `Ok(None)` when more bytes are needed.
 pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
+    decode_then(buf, VALUE_TRAILER, ReplyError::MissingEnd)
+}
+
+/// Decodes the next part of the reply to a multi-key get (`get k1 … kN`) from the start of `buf`:
+/// a VALUE block, complete once its data and the CRLF after it are in (`n` counts both; no `END`
+/// follows a block), or any other reply as [`decode`] reads it. `END` closes the reply; so does
+/// an error line (memcached sends no `END` after `SERVER_ERROR out of memory writing get
+/// response`).
+pub fn decode_get_many_part(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
+    decode_then(buf, DATA_TRAILER, ReplyError::MissingDataEnd)
+}
+
+/// One reply line and, for a VALUE, its data and the `trailer` after it (a wrong byte there is
+/// `wrong`).
+fn decode_then(
+    buf: &[u8],
+    trailer: &[u8],
+    wrong: ReplyError,
+) -> Result<Option<(Reply, usize)>, ReplyError> {
     let Some((reply, line_len)) = parse_line(buf)? else {
         return Ok(None);
     };
-    // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n: the data is found by its count, never by
+    // VALUE <key> <flags> <bytes>\r\n<data>\r\n...: the data is found by its count, never by
     // scanning it, which is what makes values binary-safe in a line-based protocol.
     let data_end = match &reply {
         Reply::Value { data, .. } => Some(data.end),
         _ => None,
     };
-    with_data(
-        buf,
-        (reply, line_len),
-        data_end,
-        VALUE_TRAILER,
-        ReplyError::MissingEnd,
-    )
+    with_data(buf, (reply, line_len), data_end, trailer, wrong)
+}
+
+/// Which of `keys`, the keys of a multi-key get, the VALUE block naming `echoed` answers, when the
+/// blocks before it answered keys before `next`: memcached answers the hits in the order of the
+/// keys, so it is the first of `keys[next..]` equal to `echoed` (a key asked twice is answered
+/// twice, each filling its own place). `None`: a key not asked, or not in order — the replies no
+/// longer match the command.
+pub fn place_hit(keys: &[&[u8]], next: usize, echoed: &[u8]) -> Option<usize> {
+    let later = keys.get(next..)?;
+    Some(next + later.iter().position(|key| *key == echoed)?)
 }
 
 /// A reply whose line is `line_len` bytes: complete as it is, or, for a value whose data ends at
@@ -191,6 +229,13 @@ fn with_data<R>(
 #[inline]
 pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
     starts_with_trailer(after_data, VALUE_TRAILER, ReplyError::MissingEnd)
+}
+
+/// The same for [`DATA_TRAILER`], the CRLF alone that ends a value inside a multi-key get or a
+/// meta reply.
+#[inline]
+pub fn data_end_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
+    starts_with_trailer(after_data, DATA_TRAILER, ReplyError::MissingDataEnd)
 }
 
 /// Whether `after_data` begins with the whole `trailer`; `wrong` as soon as a byte differs.
@@ -245,6 +290,14 @@ fn decimal(digits: &[u8]) -> Option<u64> {
             .saturating_add(u64::from(digit - b'0'))
     };
     Some(digits.iter().fold(0, push_digit))
+}
+
+/// A counter's value: a line of decimal digits that fits a `u64` (a longer one is no reply).
+fn number(line: &[u8]) -> Option<u64> {
+    if line.is_empty() || !line.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(line).ok()?.parse().ok()
 }
 
 /// A line no reply starts with, shown (its first 64 bytes) in the error.

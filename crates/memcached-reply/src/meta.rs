@@ -13,10 +13,8 @@
 
 use std::ops::Range;
 
+pub use crate::DATA_TRAILER;
 use crate::{MAX_VALUE_LEN, ReplyError, decimal, message, unknown_line};
-
-/// What follows a value's data: only the data's own CRLF.
-pub const DATA_TRAILER: &[u8] = b"\r\n";
 
 /// One meta reply. Ranges index the slice given to [`decode`] or [`parse_line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,5 +141,5 @@ pub fn decode(buf: &[u8]) -> Result<Option<(MetaReply, usize)>, ReplyError> {
 /// [`DATA_TRAILER`]; a wrong byte fails at once, so a wrong count is caught without waiting.
 #[inline]
 pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
-    crate::starts_with_trailer(after_data, DATA_TRAILER, ReplyError::MissingDataEnd)
+    crate::data_end_complete(after_data)
 }

@@ -2,8 +2,8 @@
 //! every valid reply split at every offset, and property tests that no input panics.
 
 use kvbench_memcached_reply::{
-    MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER, decode, parse_line,
-    trailer_complete,
+    DATA_TRAILER, MAX_LINE_LEN, MAX_VALUE_LEN, Reply, ReplyError, VALUE_TRAILER, data_end_complete,
+    decode, decode_get_many_part, parse_line, place_hit, trailer_complete,
 };
 use proptest::prelude::*;
 
@@ -67,6 +67,18 @@ fn decode_status_lines() {
     assert_eq!(complete(b"DELETED\r\n"), Reply::Deleted);
     assert_eq!(complete(b"NOT_FOUND\r\n"), Reply::NotFound);
     assert_eq!(complete(b"ERROR\r\n"), Reply::Error);
+}
+
+#[test]
+fn decode_counter_values() {
+    // incr's reply: the new value, a bare decimal line; memcached's counters are unsigned 64-bit.
+    assert_eq!(complete(b"0\r\n"), Reply::Number(0));
+    assert_eq!(complete(b"9223372036854775808\r\n"), Reply::Number(1 << 63));
+    assert_eq!(
+        complete(b"18446744073709551615\r\n"),
+        Reply::Number(u64::MAX)
+    );
+    // Digits past u64::MAX, or anything but digits, are no counter: see the unknown lines below.
 }
 
 #[test]
@@ -146,6 +158,12 @@ fn rejects_unknown_status_line() {
         b"\r\n",
         b"STORED \r\n",
         b"SERVER_ERRORX\r\n",
+        b"18446744073709551616\r\n",
+        b"99999999999999999999999999\r\n",
+        b"-1\r\n",
+        b"+1\r\n",
+        b"1 2\r\n",
+        b"0x10\r\n",
     ] {
         assert!(
             matches!(error_of(line), ReplyError::UnknownLine(_)),
@@ -240,20 +258,26 @@ const VALID: &[&[u8]] = &[
     b"ERROR\r\n",
     b"CLIENT_ERROR bad command line format\r\n",
     b"SERVER_ERROR object too large for cache\r\n",
+    b"42\r\n",
+    b"18446744073709551615\r\n",
 ];
+
+type Decoder = fn(&[u8]) -> Result<Option<(Reply, usize)>, ReplyError>;
+
+/// `decoder` needs more bytes for every prefix of `whole`, and takes exactly all of it.
+fn needs_more_until_the_last_byte(decoder: Decoder, whole: &[u8]) {
+    let shown = whole.escape_ascii().to_string();
+    for cut in 0..whole.len() {
+        assert_eq!(decoder(&whole[..cut]), Ok(None), "{shown:?} cut at {cut}");
+    }
+    let len = decoder(whole).map(|reply| reply.map(|(_, len)| len));
+    assert_eq!(len, Ok(Some(whole.len())), "{shown:?}");
+}
 
 #[test]
 fn every_valid_reply_split_at_every_offset_needs_more_until_the_last_byte() {
     for reply in VALID {
-        for cut in 0..reply.len() {
-            assert_eq!(
-                decode(&reply[..cut]),
-                Ok(None),
-                "{:?} cut at {cut}",
-                reply.escape_ascii().to_string()
-            );
-        }
-        complete(reply);
+        needs_more_until_the_last_byte(decode, reply);
     }
 }
 
@@ -270,6 +294,94 @@ fn trailer_is_checked_byte_by_byte_as_it_arrives() {
     assert_eq!(trailer_complete(b"\r\nEND\r\nSTORED\r\n"), Ok(true));
     assert_eq!(trailer_complete(b"\r\nX"), Err(ReplyError::MissingEnd));
     assert_eq!(trailer_complete(b"x"), Err(ReplyError::MissingEnd));
+}
+
+/// Every part of a multi-key get reply, in order, and the bytes each took.
+fn get_many_parts(buf: &[u8]) -> Result<Vec<(Reply, usize)>, ReplyError> {
+    let (mut parts, mut start) = (Vec::new(), 0);
+    while start < buf.len() {
+        let Some((part, len)) = decode_get_many_part(&buf[start..])? else {
+            panic!("{:?}: incomplete", buf.escape_ascii().to_string());
+        };
+        parts.push((part, len));
+        start += len;
+    }
+    Ok(parts)
+}
+
+#[test]
+fn a_multi_key_get_is_read_block_by_block() {
+    // `get a b a c`, b a miss: a VALUE block per hit (a twice), data ended by its CRLF, one END.
+    let buf = b"VALUE a 0 1\r\n1\r\nVALUE a 0 1\r\n1\r\nVALUE c 0 4\r\nx\r\ny\r\nEND\r\n";
+    let parts = get_many_parts(buf).unwrap();
+    let lens: Vec<usize> = parts.iter().map(|(_, len)| *len).collect();
+    assert_eq!(lens, [16, 16, 19, 5]);
+    let Reply::Value { key, data, .. } = &parts[2].0 else {
+        panic!("not a VALUE")
+    };
+    // Ranges index the part's own start.
+    assert_eq!(
+        (&buf[32..][key.clone()], &buf[32..][data.clone()]),
+        (&b"c"[..], &b"x\r\ny"[..])
+    );
+    assert_eq!(parts[3].0, Reply::End);
+    // All misses: END alone. An error line is a part of its own.
+    assert_eq!(decode_get_many_part(b"END\r\n"), Ok(Some((Reply::End, 5))));
+    let oom = b"SERVER_ERROR out of memory writing get response\r\n";
+    assert!(matches!(
+        decode_get_many_part(oom),
+        Ok(Some((Reply::ServerError(_), len))) if len == oom.len()
+    ));
+}
+
+#[test]
+fn a_block_of_a_multi_key_get_with_a_wrong_count_is_an_error() {
+    for buf in [
+        &b"VALUE a 0 2\r\nabc\r\nEND\r\n"[..],
+        b"VALUE a 0 4\r\nabc\r\nEND\r\n",
+        b"VALUE a 0 1\r\nabc",
+    ] {
+        assert_eq!(
+            decode_get_many_part(buf),
+            Err(ReplyError::MissingDataEnd),
+            "{:?}",
+            buf.escape_ascii().to_string()
+        );
+    }
+}
+
+#[test]
+fn every_part_of_a_multi_key_get_split_at_every_offset_needs_more_until_the_last_byte() {
+    let parts: &[&[u8]] = &[
+        b"VALUE foo 0 3\r\nbar\r\n",
+        b"VALUE k 0 0\r\n\r\n",
+        b"VALUE k 0 7\r\n\r\nEND\r\n\r\n",
+        b"END\r\n",
+        b"SERVER_ERROR out of memory writing get response\r\n",
+    ];
+    for part in parts {
+        needs_more_until_the_last_byte(decode_get_many_part, part);
+    }
+    for cut in 0..DATA_TRAILER.len() {
+        assert_eq!(data_end_complete(&DATA_TRAILER[..cut]), Ok(false));
+    }
+    assert_eq!(data_end_complete(b"\r\nEND\r\n"), Ok(true));
+    assert_eq!(data_end_complete(b"\rX"), Err(ReplyError::MissingDataEnd));
+}
+
+#[test]
+fn hits_are_placed_in_the_order_of_the_keys() {
+    let keys: &[&[u8]] = &[b"a", b"b", b"a", b"c"];
+    // Each hit fills the first place at or after the one the last hit left off at.
+    assert_eq!(place_hit(keys, 0, b"a"), Some(0));
+    assert_eq!(place_hit(keys, 1, b"a"), Some(2));
+    assert_eq!(place_hit(keys, 1, b"c"), Some(3));
+    // Not asked, asked earlier (out of order), a third `a`, past the end.
+    assert_eq!(place_hit(keys, 0, b"z"), None);
+    assert_eq!(place_hit(keys, 2, b"b"), None);
+    assert_eq!(place_hit(keys, 3, b"a"), None);
+    assert_eq!(place_hit(keys, 4, b"c"), None);
+    assert_eq!(place_hit(keys, 9, b"c"), None);
 }
 
 proptest! {
@@ -289,6 +401,48 @@ proptest! {
         if let Ok(Some((_, len))) = decode(&bytes) {
             prop_assert!(len <= bytes.len());
         }
+    }
+
+    #[test]
+    fn get_many_parts_never_panic_nor_claim_more_than_they_were_given(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        if let Ok(Some((_, len))) = decode_get_many_part(&bytes) {
+            prop_assert!(len <= bytes.len());
+        }
+    }
+
+    #[test]
+    fn any_multi_key_get_round_trips(
+        stored in proptest::collection::vec(proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64)), 3),
+        asked in proptest::collection::vec(0..3usize, 0..12),
+    ) {
+        // Keys out of three, repeats included; a key asked twice is a hit (or a miss) twice.
+        let keys: Vec<Vec<u8>> = asked.iter().map(|&i| format!("k{i}").into_bytes()).collect();
+        let values: Vec<Option<Vec<u8>>> = asked.iter().map(|&i| stored[i].clone()).collect();
+        let mut buf = Vec::new();
+        for (key, value) in keys.iter().zip(&values) {
+            if let Some(value) = value {
+                buf.extend_from_slice(&[b"VALUE ", &key[..], format!(" 0 {}\r\n", value.len()).as_bytes(), value, b"\r\n"].concat());
+            }
+        }
+        buf.extend_from_slice(b"END\r\n");
+        let key_refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let (mut placed, mut next, mut start) = (vec![None; keys.len()], 0, 0);
+        loop {
+            let (part, len) = decode_get_many_part(&buf[start..]).unwrap().unwrap();
+            let at = &buf[start..];
+            match part {
+                Reply::Value { key, data, .. } => {
+                    let i = place_hit(&key_refs, next, &at[key]).unwrap();
+                    placed[i] = Some(at[data].to_vec());
+                    next = i + 1;
+                }
+                Reply::End => break,
+                other => return Err(TestCaseError::fail(format!("{other:?}"))),
+            }
+            start += len;
+        }
+        prop_assert_eq!(start + 5, buf.len());
+        prop_assert_eq!(placed, values);
     }
 
     #[test]

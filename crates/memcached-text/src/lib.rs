@@ -1,7 +1,7 @@
 //! `memcached-text`: a hand-written client for memcached's text protocol — binary values carried
 //! in a line-based protocol by announcing their length, and every reply read (no `noreply`) so
 //! that the stream stays in step and every failure is seen. It gives up keys holding spaces or
-//! control bytes (refused before sending), CAS, flags and multi-key gets. Compare it with
+//! control bytes (refused before sending), CAS and flags. Compare it with
 //! `raw-tcp` (RESP length-prefixes keys too, so it refuses nothing) and with the `memcache`
 //! library (`lib-memcache`).
 //!
@@ -30,6 +30,21 @@
 //!   stream out of sync. This client sends no `noreply` and checks every reply; its pipeline
 //!   ([`TextClient::set_many`]) reads replies while it writes, so the server can never block on
 //!   a full output buffer while this side is still writing.
+//! - **Many keys, one command, silent misses.** `get k1 … kN` ([`Client::get_many`]) is answered
+//!   by a VALUE block for each hit, in the order of the keys (a key asked twice is answered
+//!   twice), then one `END`; a miss says nothing. So the replies cannot be matched to the keys by
+//!   counting: each block names its key, and fills the first place after the previous block's
+//!   that holds that key ([`reply::place_hit`]). A block for a key not asked, or out of
+//!   order, means the replies no longer match: [`Error::Protocol`]. Inside the reply a value's
+//!   data ends with its CRLF alone; only the last is followed by `END`.
+//!   [`Client::get_many_pipelined`] sends a `get <key>` per key through `set_many`'s pipeline
+//!   instead: N commands, N replies, matched by order.
+//! - **Counters.** `incr <key> 1` ([`Client::incr`]) answers the new value as a bare decimal line.
+//!   A missing key (`NOT_FOUND`) and a value that is not a number (`CLIENT_ERROR cannot increment
+//!   or decrement non-numeric value`) are [`Error::Server`]: the command is one line with no data
+//!   block, so even a `CLIENT_ERROR` leaves the stream in step. memcached's counters are unsigned
+//!   64-bit (and wrap past `u64::MAX`); a value above `i64::MAX`, which the contract's `i64`
+//!   cannot hold, is [`Error::Server`] naming it — the counter has been incremented all the same.
 //!
 //! # Cost model
 //!
@@ -38,11 +53,12 @@
 //! reply line is parsed in place, and a value's data is copied (or, what did not arrive with its
 //! header, read straight from the socket) into a `Vec` of the announced size.
 //! So a small `get` hit costs one write, one read and one allocation (the returned `Vec`); a miss
-//! allocates nothing.
+//! allocates nothing. A `get_many` of N keys costs one write, as few reads as the reply needs,
+//! and one allocation for the result plus one per hit.
 //!
 //! # What it gives up
 //!
-//! No multi-key get, no CAS, no flags (always 0), no server pools or key hashing, no reconnect: a
+//! No CAS (`gets`, `cas`), no flags (always 0), no server pools or key hashing, no reconnect: a
 //! connection that saw a malformed reply, an I/O error or a timeout is marked broken and every
 //! later call fails without touching the socket. Unix sockets have no connect timeout in `std`
 //! (a local connect completes or fails at once unless the listener's backlog is full).
@@ -68,17 +84,16 @@ pub use kvbench_memcached_reply as reply;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Options, Pipelining, ReadBuffer,
-    Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining,
+    ReadBuffer, Result, Transport,
 };
 
-use crate::reply::{MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
+use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
 pub const MAX_KEY_LEN: usize = 250;
@@ -90,11 +105,11 @@ pub const READ_BUF_LEN: usize = 64 * 1024;
 // A whole reply line must fit in the buffer, or `fill` could find it full and still need more.
 const _: () = assert!(READ_BUF_LEN > MAX_LINE_LEN);
 
-/// Most `set` commands in one pipeline chunk of `set_many`. See [`CHUNK_LEN`].
+/// Most commands in one pipeline chunk of `set_many` or `get_many_pipelined`. See [`CHUNK_LEN`].
 pub const CHUNK_ITEMS: usize = 256;
 
-/// Most bytes of `set` commands in one `set_many` chunk (a single larger item makes a chunk of
-/// its own). A chunk is sent when either limit is reached.
+/// Most bytes of commands in one pipeline chunk (a single larger item makes a chunk of its own).
+/// A chunk is sent when either limit is reached.
 ///
 /// Each chunk is written with one `write_all`, then the replies to the *previous* chunk are read:
 /// the server works on one chunk while we read the other's replies, and at most two chunks are in
@@ -106,7 +121,9 @@ pub const CHUNK_ITEMS: usize = 256;
 /// completes. Bounding bytes alone is not enough: with only a byte limit, 32 KiB of small sets
 /// followed by a 1 MiB value, or 1M small sets in 128 KiB chunks, hit the write timeout on a Unix
 /// socket. The byte limit keeps the command side small too: 64 KiB in flight fits the socket
-/// buffers, so our writes rarely block at all.
+/// buffers, so our writes rarely block at all. That is what keeps `get_many_pipelined` safe too,
+/// whose replies may be large values: its chunks are as small, so two of them fit the socket
+/// buffers even while the server, its replies unread, has stopped reading.
 ///
 /// Cost: one write and at least one read per 256 items, and the last chunk's replies are waited
 /// for with nothing left to overlap.
@@ -135,7 +152,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect,
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
-    operations: &[],
+    operations: &[Operation::Incr, Operation::GetMany],
 };
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.
@@ -213,64 +230,53 @@ impl<S: Read + Write> TextClient<S> {
         Ok(())
     }
 
-    /// Sends a one-line command about `key` and reads the reply line.
-    fn command(&mut self, key: &[u8], line: &[&[u8]]) -> Result<Reply> {
-        encode_line(&mut self.write_buf, line);
-        self.send()?;
-        self.read_line(key)
-    }
-
-    /// Reads one reply line. A VALUE line is consumed but its data is left for
-    /// [`read_value`](Self::read_value); it must echo `key`, the command's key, or replies and
-    /// commands no longer line up.
-    ///
-    /// Error replies become errors here, whatever the command. `SERVER_ERROR` (and `NOT_STORED`)
-    /// mean the server parsed the command and read its data block: the stream is in sync, so
-    /// [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command line, and
-    /// for a `set` it then reads the data block as a command (memcached 1.6 answers
-    /// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since
-    /// keys and lengths are checked before sending, neither should happen.
-    fn read_line(&mut self, key: &[u8]) -> Result<Reply> {
+    /// Reads one reply line and hands it to `judge` with the bytes its ranges index; the line is
+    /// consumed whatever `judge` decides. A VALUE line's data is left for
+    /// [`read_value`](Self::read_value).
+    fn read_line<T>(&mut self, judge: impl FnOnce(Reply, &[u8]) -> Result<T>) -> Result<T> {
         self.read_buf.start_reply();
         loop {
             let pending = self.read_buf.pending();
             if let Some((reply, len)) = reply::parse_line(pending)? {
-                let text = |msg: Range<usize>| pending[msg].escape_ascii().to_string();
-                let result = match reply {
-                    Reply::ServerError(msg) => Err(Error::Server(text(msg))),
-                    Reply::NotStored => Err(Error::Server("NOT_STORED".into())),
-                    Reply::ClientError(msg) => Err(Error::Protocol(text(msg))),
-                    Reply::Value { key: echoed, .. } if pending[echoed.clone()] != *key => {
-                        let (echoed, key) = (text(echoed), key.escape_ascii());
-                        let msg = format!("VALUE {echoed} answers a command for {key}");
-                        Err(Error::Protocol(msg))
-                    }
-                    other => Ok(other),
-                };
+                let verdict = judge(reply, pending);
                 self.read_buf.consume(len);
-                return result;
+                return verdict;
             }
             self.read_buf.fill(&mut self.stream)?;
         }
     }
 
-    /// `<data>\r\nEND\r\n` after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`]
-    /// by the decoder): the data is found by its count and goes into a `Vec` of exactly that size.
-    fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
+    /// The data after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`] by the
+    /// decoder), found by its count and put in a `Vec` of exactly that size, then what follows
+    /// it: `\r\nEND\r\n` after the `last` value of a reply, else its CRLF alone (inside a
+    /// multi-key get, where another VALUE or the END comes next).
+    fn read_value(&mut self, len: usize, last: bool) -> Result<Vec<u8>> {
         let value = self.read_buf.take_value(&mut self.stream, len)?;
-        while !reply::trailer_complete(self.read_buf.pending())? {
+        let (complete, trailer): (fn(&[u8]) -> _, _) = match last {
+            true => (reply::trailer_complete, VALUE_TRAILER),
+            false => (reply::data_end_complete, DATA_TRAILER),
+        };
+        while !complete(self.read_buf.pending())? {
             self.read_buf.fill(&mut self.stream)?;
         }
-        self.read_buf.consume(VALUE_TRAILER.len());
+        self.read_buf.consume(trailer.len());
         Ok(value)
     }
 
-    /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
-    fn read_stored(&mut self, key: &[u8]) -> Result<()> {
-        match self.read_line(key)? {
-            Reply::Stored => Ok(()),
-            other => Err(unexpected(&other, "set")),
+    /// The reply to one `get key`: its value, or `None` for `END`.
+    fn read_get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.read_line(|reply, line| hit(reply, line, &[key], 0))? {
+            Some((_, len)) => self.read_value(len, true).map(Some),
+            None => Ok(None),
         }
+    }
+
+    /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
+    fn read_stored(&mut self) -> Result<()> {
+        self.read_line(|reply, line| match reply {
+            Reply::Stored => Ok(()),
+            other => Err(error_of(other, line, "set")),
+        })
     }
 
     fn store(&mut self, key: &[u8], value: &[u8], exptime: u64) -> Result<()> {
@@ -279,47 +285,53 @@ impl<S: Read + Write> TextClient<S> {
         self.exchange(|c| {
             encode_set(&mut c.write_buf, key, value, exptime);
             c.send()?;
-            c.read_stored(key)
+            c.read_stored()
         })
     }
 
-    /// The pipeline behind `set_many`; see [`CHUNK_LEN`] for the interleaving and why it cannot
-    /// deadlock.
+    /// The pipeline behind `set_many` and `get_many_pipelined`: command `i` of `count` is
+    /// appended by `encode`, its reply read by `read`. See [`CHUNK_LEN`] for the interleaving and
+    /// why it cannot deadlock.
     ///
-    /// After the first reply other than STORED, no further chunk is sent; the replies already owed
-    /// are still read (so the connection stays in sync) and then that first error is returned.
-    /// Items in chunks sent before the error may be stored. A malformed reply stops at once.
-    fn pipeline(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut first_error = None;
-        // Items [unread..sent) are written but their replies not read; [sent..=i] are encoded.
+    /// After the first error reply, no further chunk is sent; the replies already owed are still
+    /// read (so the connection stays in sync) and then that first error is returned. Commands in
+    /// chunks sent before the error may have been carried out. A malformed reply stops at once.
+    fn pipeline<T>(
+        &mut self,
+        count: usize,
+        encode: impl Fn(&mut Vec<u8>, usize),
+        mut read: impl FnMut(&mut Self, usize) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let (mut replies, mut first_error) = (Vec::with_capacity(count), None);
+        // Commands [unread..sent) are written but their replies not read.
         let (mut unread, mut sent) = (0, 0);
-        for (i, (key, value)) in items.iter().enumerate() {
-            encode_set(&mut self.write_buf, key, value, 0);
-            let chunk_full = self.write_buf.len() >= CHUNK_LEN || i + 1 - sent >= CHUNK_ITEMS;
-            if !chunk_full && i + 1 < items.len() {
-                continue;
+        loop {
+            // The next chunk, unless all is sent or an error reply has stopped the sending.
+            let chunk_start = sent;
+            while first_error.is_none()
+                && sent < count
+                && self.write_buf.len() < CHUNK_LEN
+                && sent - chunk_start < CHUNK_ITEMS
+            {
+                encode(&mut self.write_buf, sent);
+                sent += 1;
             }
-            self.send()?;
-            self.drain(&items[unread..sent], &mut first_error)?;
-            (unread, sent) = (sent, i + 1);
-            if first_error.is_some() {
-                break;
+            if sent > chunk_start {
+                self.send()?;
             }
+            // Then the replies to the chunk before it.
+            for i in unread..chunk_start {
+                match read(self, i) {
+                    Ok(reply) => replies.push(reply),
+                    Err(err) if !err.breaks_connection() => _ = first_error.get_or_insert(err),
+                    Err(err) => return Err(err),
+                }
+            }
+            if chunk_start == sent {
+                return first_error.map_or(Ok(replies), Err);
+            }
+            unread = chunk_start;
         }
-        self.drain(&items[unread..sent], &mut first_error)?;
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Reads the `set` replies owed for `items`, keeping the first in-sync error for later;
-    /// an out-of-sync one returns at once.
-    fn drain(&mut self, items: &[(&[u8], &[u8])], first_error: &mut Option<Error>) -> Result<()> {
-        for (key, _) in items {
-            match self.read_stored(key) {
-                Err(err) if !err.breaks_connection() => _ = first_error.get_or_insert(err),
-                other => other?,
-            }
-        }
-        Ok(())
     }
 }
 
@@ -327,10 +339,10 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
     // ANCHOR: text_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        self.exchange(|c| match c.command(key, &[b"get ", key, b"\r\n"])? {
-            Reply::Value { data, .. } => c.read_value(data.len()).map(Some),
-            Reply::End => Ok(None),
-            other => Err(unexpected(&other, "get")),
+        self.exchange(|c| {
+            encode_line(&mut c.write_buf, &[b"get ", key, b"\r\n"]);
+            c.send()?;
+            c.read_get(key)
         })
     }
     // ANCHOR_END: text_get
@@ -345,10 +357,14 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
-        self.exchange(|c| match c.command(key, &[b"delete ", key, b"\r\n"])? {
-            Reply::Deleted => Ok(true),
-            Reply::NotFound => Ok(false),
-            other => Err(unexpected(&other, "delete")),
+        self.exchange(|c| {
+            encode_line(&mut c.write_buf, &[b"delete ", key, b"\r\n"]);
+            c.send()?;
+            c.read_line(|reply, line| match reply {
+                Reply::Deleted => Ok(true),
+                Reply::NotFound => Ok(false),
+                other => Err(error_of(other, line, "delete")),
+            })
         })
     }
 
@@ -360,9 +376,58 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             check_key(key)?;
             check_value(value)?;
         }
-        self.exchange(|c| c.pipeline(items))
+        let encode = |buf: &mut Vec<u8>, i: usize| encode_set(buf, items[i].0, items[i].1, 0);
+        self.exchange(|c| c.pipeline(items.len(), encode, |c, _| c.read_stored()))?;
+        Ok(())
     }
     // ANCHOR_END: text_set_many
+
+    /// A `get <key>` per key through the same chunked pipeline as `set_many`.
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().try_for_each(|key| check_key(key))?;
+        let encode = |buf: &mut Vec<u8>, i: usize| encode_line(buf, &[b"get ", keys[i], b"\r\n"]);
+        self.exchange(|c| c.pipeline(keys.len(), encode, |c, i| c.read_get(keys[i])))
+    }
+
+    /// `incr <key> 1`: see "Counters" in the crate docs.
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        check_key(key)?;
+        self.exchange(|c| {
+            encode_line(&mut c.write_buf, &[b"incr ", key, b" 1\r\n"]);
+            c.send()?;
+            let key = key.escape_ascii();
+            c.read_line(|reply, line| match reply {
+                Reply::Number(n) => i64::try_from(n)
+                    .map_err(|_| Error::Server(format!("counter {key} is {n}, above i64::MAX"))),
+                Reply::NotFound => Err(Error::Server(format!("NOT_FOUND: no counter {key}"))),
+                // One line, no data block: even this (not a number) leaves the stream in step.
+                Reply::ClientError(msg) => Err(Error::Server(line[msg].escape_ascii().to_string())),
+                other => Err(error_of(other, line, "incr")),
+            })
+        })
+    }
+
+    /// One `get k1 … kN`: see "Many keys" in the crate docs. No key, no command (memcached
+    /// answers a bare `get` with `ERROR`).
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().try_for_each(|key| check_key(key))?;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.exchange(|c| {
+            c.write_buf.extend_from_slice(b"get");
+            keys.iter()
+                .for_each(|key| encode_line(&mut c.write_buf, &[b" ", key]));
+            c.write_buf.extend_from_slice(b"\r\n");
+            c.send()?;
+            let (mut values, mut next) = (vec![None; keys.len()], 0);
+            while let Some((i, len)) = c.read_line(|reply, line| hit(reply, line, keys, next))? {
+                values[i] = Some(c.read_value(len, false)?);
+                next = i + 1;
+            }
+            Ok(values)
+        })
+    }
 }
 
 /// Appends one command, part by part, to the write buffer.
@@ -385,9 +450,38 @@ pub fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u6
     );
 }
 
-/// A well-formed reply that belongs to another command: replies and commands no longer line up.
-fn unexpected(reply: &Reply, command: &str) -> Error {
-    Error::Protocol(format!("{reply:?} answers {command}"))
+/// A reply line to a get of `keys`, the hits before it having answered keys before `next`: a
+/// VALUE's place among the keys ([`reply::place_hit`]) and the length of its data, or `None` for
+/// the `END` that closes the reply. A VALUE for a key not asked, or out of order, means replies
+/// and commands no longer line up.
+fn hit(reply: Reply, line: &[u8], keys: &[&[u8]], next: usize) -> Result<Option<(usize, usize)>> {
+    match reply {
+        Reply::Value { key, data, .. } => match reply::place_hit(keys, next, &line[key.clone()]) {
+            Some(place) => Ok(Some((place, data.len()))),
+            None => Err(Error::Protocol(format!(
+                "VALUE {} answers no key of the get still unanswered",
+                line[key].escape_ascii()
+            ))),
+        },
+        Reply::End => Ok(None),
+        other => Err(error_of(other, line, "get")),
+    }
+}
+
+/// The error a reply line stands for when it is not one its command expects. `SERVER_ERROR`
+/// (and `NOT_STORED`) mean the server parsed the command and read its data block: the stream is
+/// in sync, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command
+/// line, and for a `set` it then reads the data block as a command (memcached 1.6 answers
+/// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since keys
+/// and lengths are checked before sending, neither should happen. Any other reply belongs to
+/// another command: replies and commands no longer line up.
+fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
+    match reply {
+        Reply::ServerError(msg) => Error::Server(line[msg].escape_ascii().to_string()),
+        Reply::NotStored => Error::Server("NOT_STORED".into()),
+        Reply::ClientError(msg) => Error::Protocol(line[msg].escape_ascii().to_string()),
+        other => Error::Protocol(format!("{other:?} answers {command}")),
+    }
 }
 
 /// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Client, Endpoint, Error, Kind, Options, Transport};
+use kvbench_core::{Backend, Client, Endpoint, Error, Kind, Operation, Options, Transport};
 use kvbench_memcached_text::{READ_BUF_LEN, SPEC, connect_tcp, connect_unix};
 
 use common::{client, counted_client, endpoint, servers, stat, stats};
@@ -31,6 +31,7 @@ fn spec_describes_this_client() {
     assert_eq!(SPEC.kind, Kind::HandWritten);
     assert!(SPEC.supports(Transport::Tcp) && SPEC.supports(Transport::Unix));
     assert!(SPEC.limitations.is_empty());
+    assert_eq!(SPEC.operations, [Operation::Incr, Operation::GetMany]);
     on_both(|endpoint| {
         let mut client = (SPEC.connect)(endpoint, &Options::default()).unwrap();
         client.set(b"via-spec", b"yes").unwrap();
@@ -350,6 +351,92 @@ fn set_many_mixing_many_small_items_and_a_large_one() {
             client.get(b"small4999").unwrap().as_deref(),
             Some(&b"bar"[..])
         );
+    });
+}
+
+#[test]
+fn incr_counts_and_refuses_what_is_no_counter() {
+    on_both(|endpoint| {
+        let mut client = client(endpoint);
+        let server_error = |result: kvbench_core::Result<i64>, says: &str| match result {
+            Err(Error::Server(msg)) => assert!(msg.contains(says), "{msg:?} lacks {says:?}"),
+            other => panic!("want a server error saying {says:?}, got {other:?}"),
+        };
+        client.set(b"counter", b"41").unwrap();
+        assert_eq!(client.incr(b"counter").unwrap(), 42);
+        assert_eq!(client.get(b"counter").unwrap().as_deref(), Some(&b"42"[..]));
+        server_error(client.incr(b"no-such-counter"), "NOT_FOUND");
+        client.set(b"text", b"forty-two").unwrap();
+        server_error(client.incr(b"text"), "non-numeric");
+        // memcached's counters are unsigned 64-bit: it goes past i64::MAX, the contract cannot.
+        client.set(b"big", i64::MAX.to_string().as_bytes()).unwrap();
+        server_error(client.incr(b"big"), "9223372036854775808");
+        let big = client.get(b"big").unwrap();
+        assert_eq!(big.as_deref(), Some(&b"9223372036854775808"[..]));
+        assert_eq!(client.incr(b"counter").unwrap(), 43, "still in step");
+    });
+}
+
+#[test]
+fn get_many_answers_in_key_order_with_misses_and_repeats() {
+    on_both(|endpoint| {
+        let mut client = client(endpoint);
+        let large = patterned(3 * READ_BUF_LEN + 7);
+        let tricky = b"\r\nEND\r\nVALUE x 0 1\r\n".to_vec();
+        let stored: [(&[u8], &[u8]); 4] = [
+            (b"one", b"1"),
+            (b"large", &large),
+            (b"tricky", &tricky),
+            (b"empty", b""),
+        ];
+        client.set_many(&stored).unwrap();
+        let keys: [&[u8]; 8] = [
+            b"one", b"miss", b"large", b"one", b"tricky", b"empty", b"miss", b"one",
+        ];
+        let want: Vec<Option<Vec<u8>>> = keys
+            .iter()
+            .map(|key| {
+                stored
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.to_vec())
+            })
+            .collect();
+        assert_eq!(client.get_many(&keys).unwrap(), want);
+        assert_eq!(client.get_many_pipelined(&keys).unwrap(), want);
+        assert_eq!(client.get_many(&[b"miss", b"miss"]).unwrap(), [None, None]);
+        assert!(client.get_many(&[]).unwrap().is_empty());
+        let refused = client.get_many(&[b"one", b"two words"]);
+        assert!(
+            matches!(refused, Err(Error::InvalidInput(_))),
+            "{refused:?}"
+        );
+        assert_eq!(client.get(b"one").unwrap().as_deref(), Some(&b"1"[..]));
+    });
+}
+
+#[test]
+fn twenty_thousand_keys_with_large_values_among_them_in_one_batch() {
+    // The pipelined gets cross 79 chunks; 20 values of 256 KiB make the server wait on its
+    // output while this side still writes: the chunking must keep both sides moving.
+    let keys: Vec<String> = (0..20_000).map(|i| format!("key{i}")).collect();
+    let large = patterned(256 * 1024);
+    let value = |i: usize| match i % 1_000 {
+        0 => large.clone(),
+        _ => i.to_string().into_bytes(),
+    };
+    let want: Vec<Option<Vec<u8>>> = (0..keys.len())
+        .map(|i| (i % 2 == 0).then(|| value(i)))
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
+    on_both(|endpoint| {
+        let mut client = client(endpoint);
+        let stored: Vec<(&[u8], &[u8])> = (0..keys.len())
+            .filter_map(|i| Some((refs[i], want[i].as_deref()?)))
+            .collect();
+        client.set_many(&stored).unwrap();
+        assert_eq!(client.get_many_pipelined(&refs).unwrap(), want);
+        assert_eq!(client.get_many(&refs).unwrap(), want);
     });
 }
 

@@ -229,6 +229,111 @@ fn set_many_drains_every_reply_after_a_server_error() {
     );
 }
 
+#[test]
+fn a_multi_key_get_is_one_command_and_its_hits_fill_their_places() {
+    // `get a b a c`: b is a miss, a is asked (and answered) twice.
+    let mut client = TextClient::new(Scripted::new(&[
+        b"VALUE a 0 1\r\n1\r\nVALUE a 0 1\r\n1\r\nVALUE c 0 5\r\nEND\r\n\r\nEND\r\n",
+    ]));
+    let keys: [&[u8]; 4] = [b"a", b"b", b"a", b"c"];
+    let values = client.get_many(&keys).unwrap();
+    let want: [Option<&[u8]>; 4] = [Some(b"1"), None, Some(b"1"), Some(b"END\r\n")];
+    assert_eq!(values, want.map(|value| value.map(<[u8]>::to_vec)));
+    let s = client.stream_mut();
+    assert_eq!(
+        (s.written.as_slice(), s.writes),
+        (&b"get a b a c\r\n"[..], 1)
+    );
+    // No key: nothing to send (a bare `get` is memcached's ERROR).
+    assert_eq!(client.get_many(&[]).unwrap(), Vec::<Option<Vec<u8>>>::new());
+    assert_eq!(client.stream_mut().writes, 1);
+}
+
+#[test]
+fn a_value_not_asked_for_or_out_of_order_in_a_multi_key_get_is_a_protocol_error() {
+    for script in [
+        &b"VALUE z 0 1\r\n1\r\nEND\r\n"[..],
+        b"VALUE b 0 1\r\n2\r\nVALUE a 0 1\r\n1\r\nEND\r\n",
+        b"VALUE a 0 1\r\n1\r\nVALUE a 0 1\r\n1\r\nEND\r\n",
+        // A wrong byte count: the data is not followed by its CRLF.
+        b"VALUE a 0 2\r\n1\r\nEND\r\n",
+    ] {
+        let mut client = TextClient::new(Scripted::new(&[script]));
+        let result = client.get_many(&[b"a", b"b"]);
+        assert!(matches!(result, Err(Error::Protocol(_))), "{result:?}");
+        assert!(client.is_broken());
+    }
+}
+
+#[test]
+fn a_server_error_ends_a_multi_key_get_and_leaves_the_connection_usable() {
+    let mut client = TextClient::new(Scripted::new(&[
+        b"VALUE a 0 1\r\n1\r\nSERVER_ERROR out of memory writing get response\r\n",
+        b"END\r\n",
+    ]));
+    let result = client.get_many(&[b"a", b"b"]);
+    assert!(matches!(result, Err(Error::Server(_))), "{result:?}");
+    assert_eq!(client.get(b"a").unwrap(), None);
+}
+
+#[test]
+fn a_multi_key_get_trickling_in_a_byte_at_a_time_still_decodes() {
+    let large: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut script = format!("VALUE big 0 {}\r\n", large.len()).into_bytes();
+    script.extend_from_slice(&large);
+    script.extend_from_slice(b"\r\nVALUE k 0 5\r\nhello\r\nEND\r\n");
+    let mut client = TextClient::new(Scripted::trickle(&script));
+    let values = client.get_many(&[b"big", b"none", b"k"]).unwrap();
+    assert_eq!(values, [Some(large), None, Some(b"hello".to_vec())]);
+}
+
+#[test]
+fn incr_reads_the_counter_and_its_refusals_leave_the_connection_usable() {
+    let mut client = TextClient::new(Scripted::new(&[
+        b"42\r\n",
+        b"NOT_FOUND\r\n",
+        b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+        b"9223372036854775808\r\n",
+        b"END\r\n",
+    ]));
+    assert_eq!(client.incr(b"n").unwrap(), 42);
+    for want in ["NOT_FOUND", "non-numeric", "9223372036854775808"] {
+        let err = client.incr(b"n").unwrap_err();
+        assert!(
+            matches!(&err, Error::Server(msg) if msg.contains(want)),
+            "{err:?}"
+        );
+    }
+    assert_eq!(client.get(b"n").unwrap(), None);
+    assert!(
+        client
+            .stream_mut()
+            .written
+            .starts_with(b"incr n 1\r\nincr n 1\r\n")
+    );
+    // A reply of another kind breaks the connection.
+    let mut client = TextClient::new(Scripted::new(&[b"STORED\r\n"]));
+    assert!(matches!(client.incr(b"n"), Err(Error::Protocol(_))));
+    assert!(client.is_broken());
+}
+
+#[test]
+fn get_many_pipelined_writes_every_get_then_reads_every_reply() {
+    let mut client = TextClient::new(Scripted::new(&[
+        b"VALUE a 0 1\r\n1\r\nEND\r\nEND\r\nVALUE a 0 1\r\n1\r\nEND\r\n",
+    ]));
+    let values = client.get_many_pipelined(&[b"a", b"b", b"a"]).unwrap();
+    assert_eq!(values, [Some(b"1".to_vec()), None, Some(b"1".to_vec())]);
+    let s = client.stream_mut();
+    assert_eq!(s.written, b"get a\r\nget b\r\nget a\r\n");
+    assert_eq!(s.writes, 1);
+    // One bad key refuses the batch with nothing sent.
+    let mut client = TextClient::new(Scripted::new(&[]));
+    let result = client.get_many_pipelined(&[b"a", b"b c"]);
+    assert!(matches!(result, Err(Error::InvalidInput(_))), "{result:?}");
+    assert_eq!(client.stream_mut().writes, 0);
+}
+
 // --- Properties: what a command puts on the wire ----------------------------------------------
 
 /// One command as memcached reads it: the words of its line, and a `set`'s data block.
@@ -295,10 +400,12 @@ proptest! {
         value in proptest::collection::vec(any::<u8>(), 0..64),
     ) {
         type Call = fn(&mut TextClient<Scripted>, &[u8], &[u8]) -> kvbench_core::Result<()>;
-        let calls: [(&[u8], &[u8], Call); 3] = [
+        let calls: [(&[u8], &[u8], Call); 5] = [
             (b"set", b"STORED\r\n", |c, k, v| c.set(k, v)),
             (b"get", b"END\r\n", |c, k, _| c.get(k).map(drop)),
             (b"delete", b"NOT_FOUND\r\n", |c, k, _| c.delete(k).map(drop)),
+            (b"incr", b"1\r\n", |c, k, _| c.incr(k).map(drop)),
+            (b"get", b"END\r\n", |c, k, _| c.get_many(&[k]).map(drop)),
         ];
         for (name, reply, call) in calls {
             let mut client = TextClient::new(Scripted::new(&[reply]));
@@ -315,6 +422,8 @@ proptest! {
             if name == b"set" {
                 prop_assert_eq!(words.len(), 5);
                 prop_assert_eq!(data, Some(&value[..]));
+            } else if name == b"incr" {
+                prop_assert_eq!(&words[1..], [&key[..], b"1"]);
             } else {
                 prop_assert_eq!(words.len(), 2);
             }

@@ -18,17 +18,33 @@
 //! 3. **The reader** (`read_replies`), while any slot waits, decodes the next reply as the answer
 //!    to the oldest slot's command and completes that slot. The decoding is the [`Protocol`]'s,
 //!    sans-I/O: [`Resp`] (the `kvbench-resp` codec) or memcached's [`Text`]
-//!    (`kvbench-memcached-reply`); everything else is the same for both.
+//!    (`kvbench-memcached-reply`); everything else is the same for both. Beyond GET, SET and
+//!    DELETE both carry INCR and a multi-key GET (`MGET`, `get k1 … kN`: memcached answers only
+//!    the hits, each placed by the key it names); RESP also hashes and transactions.
 //!
 //! # Why matching by order is enough
 //!
 //! Redis and memcached both execute a connection's commands one at a time, in the order they
-//! arrive, and every command this client sends gets exactly one reply. So the n-th reply answers
-//! the n-th command written: the oldest slot is the one, with no request ids. Anything with zero
-//! or several replies per command would break that: memcached's `noreply`, the binary protocol's
-//! quiet commands (`getq`, `setq`), Redis's pub/sub, `MONITOR`, `CLIENT REPLY OFF|SKIP` and RESP3
-//! pushes. This client sends none of them, and a reply must be of a kind its [`Command`] can get:
-//! a status where a GET expects a value means the order is lost, and the connection fails.
+//! arrive, and every slot this client queues gets a reply of a shape it knows in advance: one
+//! reply per command, a `VALUE` block per hit then `END` for memcached's multi-key get, and the
+//! N + 2 replies of a transaction (below). So the n-th reply answers the n-th slot: the oldest
+//! slot is the one, with no request ids. Anything with replies it cannot foresee would break
+//! that: memcached's `noreply`, the binary protocol's quiet commands (`getq`, `setq`), Redis's
+//! pub/sub, `MONITOR`, `CLIENT REPLY OFF|SKIP` and RESP3 pushes. This client sends none of them,
+//! and a reply must be of a kind its [`Command`] can get: a status where a GET expects a value
+//! means the order is lost, and the connection fails.
+//!
+//! # Transactions
+//!
+//! `MULTI`, the SETs and `EXEC` must reach the server with nothing between them: another
+//! caller's GET inside would be queued by the server too, answered `+QUEUED` instead of its
+//! value, and its real answer would come back inside EXEC's array. So a transaction of N SETs is
+//! one [`Command::Transaction`]: its bytes go into the write buffer under the one lock, back to
+//! back, with one slot, which the reader answers only once all N + 2 replies are in — `+OK`, a
+//! `+QUEUED` per SET, then EXEC's array of one `+OK` per SET. An error reply among them
+//! (`-EXECABORT`) or a nil EXEC is the caller's [`Error::Server`]; replies of another shape fail
+//! the connection. `get_many_pipelined` queues its N GETs under one lock too, as N slots, so
+//! that one refused key queues none of them.
 //!
 //! # Cancellation
 //!
@@ -57,7 +73,9 @@
 //!
 //! Per call: a oneshot (one allocation), a lock, a wake-up of the writer, a timer, the hop
 //! through the reader; a GET hit allocates its value (memcached: its echoed key too). Per batch:
-//! one `write`; per `read`: as many replies as have arrived. `set_many` goes through the same
+//! one `write`; per `read`: as many replies as have arrived. A reply of many parts (`MGET`'s
+//! array, a multi-key get's blocks, a transaction's replies) is decoded again from its start
+//! each time more of it arrives, and answered once it is whole. `set_many` goes through the same
 //! queue with at most [`SET_MANY_WINDOW`] commands ([`SET_MANY_WINDOW_BYTES`]) awaiting replies,
 //! so its memory does not grow with the batch.
 //!
@@ -79,9 +97,10 @@ use std::time::Duration;
 
 use kvbench_core::{
     AsyncClient, Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, ConnectShared,
-    Endpoint, Error, Handle, Kind, Options, Pipelining, Result, SharedClient, Transport,
+    Endpoint, Error, Handle, Kind, Operation, Options, Pipelining, Result, SharedClient, Transport,
     connect_shared_boxed,
 };
+use kvbench_memcached_reply::place_hit;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Notify, oneshot};
@@ -107,7 +126,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
     connect_async: Some(connect_async_resp),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),
-    operations: &[],
+    operations: Operation::ALL,
     ..SPEC_MEMCACHED
 };
 
@@ -130,7 +149,7 @@ pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
     connect_async: Some(connect_async_text),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
-    operations: &[],
+    operations: &[Operation::Incr, Operation::GetMany],
 };
 
 /// Where a caller's reply arrives.
@@ -146,6 +165,18 @@ struct Queue {
     slots: VecDeque<(Command, oneshot::Sender<Result<Answer>>)>,
     /// Set by the first error that leaves the stream out of step.
     broken: Broken,
+}
+
+impl Queue {
+    /// Appends a command's bytes and its slot, in the same order; the receiver its reply will
+    /// arrive on.
+    fn push<P: Protocol>(&mut self, command: Command, args: &[&[u8]]) -> Result<Receiver> {
+        self.broken.check()?;
+        P::encode(&mut self.write_buf, command, args)?;
+        let (reply, receiver) = oneshot::channel();
+        self.slots.push_back((command, reply));
+        Ok(receiver)
+    }
 }
 
 /// The queue, and the wake-ups of the two tasks.
@@ -250,18 +281,30 @@ impl<P: Protocol> Multiplexed<P> {
     /// Queues one command and returns the receiver its reply will arrive on. The bytes and the
     /// slot go in under one lock, so the slots are in the order of the bytes.
     // ANCHOR: mux_send
-    fn send(&self, command: Command, key: &[u8], value: &[u8]) -> Result<Receiver> {
-        let (reply, receiver) = oneshot::channel();
-        {
-            let mut queue = self.shared.lock();
-            queue.broken.check()?;
-            P::encode(&mut queue.write_buf, command, key, value)?;
-            queue.slots.push_back((command, reply));
-        }
+    fn send(&self, command: Command, args: &[&[u8]]) -> Result<Receiver> {
+        let receiver = self.shared.lock().push::<P>(command, args)?;
         self.shared.wake_writer.notify_one();
         Ok(receiver)
     }
     // ANCHOR_END: mux_send
+
+    /// Queues `commands` back to back under one lock, so that no other caller's command comes
+    /// between them; if one is refused, none is queued.
+    fn send_all<'a>(
+        &self,
+        commands: impl Iterator<Item = (Command, &'a [&'a [u8]])>,
+    ) -> Result<Vec<Receiver>> {
+        let mut queue = self.shared.lock();
+        let (bytes, slots) = (queue.write_buf.len(), queue.slots.len());
+        let queued: Result<Vec<_>> = commands.map(|(c, args)| queue.push::<P>(c, args)).collect();
+        if queued.is_err() {
+            queue.write_buf.truncate(bytes);
+            queue.slots.truncate(slots);
+        }
+        drop(queue);
+        self.shared.wake_writer.notify_one();
+        queued
+    }
 
     /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs). An
     /// error reply is this caller's [`Error::Server`].
@@ -278,34 +321,116 @@ impl<P: Protocol> Multiplexed<P> {
         }
     }
 
+    /// Queues one command and waits for its answer.
+    async fn call(&self, command: Command, args: &[&[u8]]) -> Result<Answer> {
+        self.receive(self.send(command, args)?).await
+    }
+
+    /// An answer that does not fit the call it answers (a VALUE for another key): the replies
+    /// are out of step, and the connection fails.
+    fn out_of_step(&self, what: &str) -> Error {
+        self.shared
+            .fail(Error::Protocol(format!("out of step: {what}")))
+    }
+
+    /// A GET's answer for `key`. A memcached `VALUE` line names its key: another means the
+    /// replies are out of step.
+    fn value(&self, answer: Answer, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match answer {
+            Answer::Value(value, named) if named.iter().all(|named| named == key) => Ok(value),
+            _ => Err(self.out_of_step("a VALUE for another key")),
+        }
+    }
+
     /// `GET key`: `Some(bytes)` on a hit.
     pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.receive(self.send(Command::Get, key, b"")?).await? {
-            // A memcached `VALUE` line names its key: another means the replies are out of step.
-            Answer::Value(value, named) if named.iter().all(|named| named == key) => Ok(value),
-            _ => Err(self
-                .shared
-                .fail(Error::Protocol("a VALUE for another key".into()))),
-        }
+        self.value(self.call(Command::Get, &[key]).await?, key)
     }
 
     /// `SET key value`.
     pub async fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let receiver = self.send(Command::Set(None), key, value)?;
-        self.receive(receiver).await.map(drop)
+        self.call(Command::Set(None), &[key, value]).await.map(drop)
     }
 
     /// `SET key value` expiring after `ttl_secs` seconds.
     pub async fn set_ex(&self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
-        let receiver = self.send(Command::Set(Some(ttl_secs)), key, value)?;
-        self.receive(receiver).await.map(drop)
+        let set_ex = Command::Set(Some(ttl_secs));
+        self.call(set_ex, &[key, value]).await.map(drop)
     }
 
     /// Removes a key; whether it existed.
     pub async fn delete(&self, key: &[u8]) -> Result<bool> {
-        let answer = self.receive(self.send(Command::Delete, key, b"")?).await?;
-        // `decode` answers a DELETE with nothing else (an error reply is `receive`'s `Err`).
-        Ok(matches!(answer, Answer::Deleted(true)))
+        let answer = self.call(Command::Delete, &[key]).await?;
+        Ok(matches!(answer, Answer::Integer(removed) if removed > 0))
+    }
+
+    /// Adds 1 to the counter at `key`; its new value.
+    pub async fn incr(&self, key: &[u8]) -> Result<i64> {
+        match self.call(Command::Incr, &[key]).await? {
+            Answer::Integer(value) => Ok(value),
+            _ => Err(self.out_of_step("a counter that is no number")),
+        }
+    }
+
+    /// Reads `keys` with one command, in order, `None` for each miss: RESP's `MGET` answers a
+    /// value per key; memcached's `get k1 … kN` answers only the hits, each placed by the key it
+    /// names (see `kvbench_memcached_reply::place_hit`). No key, no command.
+    pub async fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self.call(Command::GetMany(keys.len()), keys).await? {
+            Answer::Values(values) => Ok(values),
+            Answer::Pairs(hits) => {
+                let (mut values, mut next) = (vec![None; keys.len()], 0);
+                for (key, value) in hits {
+                    let place = place_hit(keys, next, &key);
+                    let place = place.ok_or_else(|| self.out_of_step("a VALUE not asked for"))?;
+                    (values[place], next) = (Some(value), place + 1);
+                }
+                Ok(values)
+            }
+            _ => Err(self.out_of_step("no values")),
+        }
+    }
+
+    /// A GET per key, all queued at once (one write, unless the writer is already busy), then
+    /// each answer awaited in order.
+    pub async fn get_many_pipelined(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let gets = keys
+            .iter()
+            .map(|key| (Command::Get, std::slice::from_ref(key)));
+        let mut values = Vec::with_capacity(keys.len());
+        for (receiver, key) in self.send_all(gets)?.into_iter().zip(keys) {
+            values.push(self.value(self.receive(receiver).await?, key)?);
+        }
+        Ok(values)
+    }
+
+    /// `HSET key f1 v1 …` (Redis).
+    pub async fn hset_many(&self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        let pairs = fields.iter().flat_map(|&(field, value)| [field, value]);
+        let args: Vec<&[u8]> = std::iter::once(key).chain(pairs).collect();
+        self.call(Command::HSet, &args).await.map(drop)
+    }
+
+    /// `HGETALL key` (Redis): every field and value; none for a missing key.
+    pub async fn hgetall(&self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        match self.call(Command::HGetAll, &[key]).await? {
+            Answer::Pairs(pairs) => Ok(pairs),
+            _ => Err(self.out_of_step("no fields")),
+        }
+    }
+
+    /// `MULTI`, a SET per item, `EXEC` (Redis), queued as one command with one slot: see
+    /// "Transactions" in the crate docs.
+    pub async fn transaction(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let args: Vec<&[u8]> = items
+            .iter()
+            .flat_map(|&(key, value)| [key, value])
+            .collect();
+        let transaction = Command::Transaction(items.len());
+        self.call(transaction, &args).await.map(drop)
     }
 
     /// Every SET queued through the multiplexer, the oldest reply awaited whenever more than
@@ -316,7 +441,7 @@ impl<P: Protocol> Multiplexed<P> {
     pub async fn set_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
         let (mut waiting, mut waiting_bytes) = (VecDeque::new(), 0);
         for &(key, value) in items {
-            let receiver = self.send(Command::Set(None), key, value)?;
+            let receiver = self.send(Command::Set(None), &[key, value])?;
             waiting.push_back((receiver, key.len() + value.len()));
             waiting_bytes += key.len() + value.len();
             while waiting.len() > SET_MANY_WINDOW || waiting_bytes > SET_MANY_WINDOW_BYTES {
@@ -406,8 +531,10 @@ async fn read_replies<P: Protocol>(
 }
 // ANCHOR_END: mux_fifo
 
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Resp>, connect_async_resp);
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Text>, connect_async_text);
+kvbench_core::impl_async_client_by_boxing!(Multiplexed<Resp>, connect_async_resp;
+    get_many_pipelined, incr, get_many, hash, transaction);
+kvbench_core::impl_async_client_by_boxing!(Multiplexed<Text>, connect_async_text;
+    get_many_pipelined, incr, get_many);
 
 impl<P: Protocol> SharedClient for Multiplexed<P>
 where
@@ -437,7 +564,9 @@ struct Blocking {
     runtime: kvbench_block_on::Runtime,
 }
 
-kvbench_core::impl_client_by_blocking_on!(Blocking);
+// Every operation is forwarded: the async face of either protocol refuses what it lacks.
+kvbench_core::impl_client_by_blocking_on!(Blocking;
+    get_many_pipelined, incr, get_many, hash, transaction);
 
 /// The specs' blocking `connect`: `connect`, the async face's, run on the runtime it will keep.
 fn connect_blocking(connect: BoxFuture<'_, Box<dyn AsyncClient>>) -> Result<Box<dyn Client>> {

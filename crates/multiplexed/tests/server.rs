@@ -1,7 +1,7 @@
 //! The multiplexer against private servers, over both protocols and both transports: the
-//! contract's round trips through the blocking face, handles sharing one connection, many
-//! callers' commands in fewer writes than commands, a call dropped in flight, and a connection
-//! the server closes. (The conformance kit runs its cases over both specs as well, the
+//! contract's round trips through the blocking face, its optional operations, handles sharing one
+//! connection, many callers' commands in fewer writes than commands, transactions that other
+//! callers' commands never split, a call dropped in flight, and a connection the server closes. (The conformance kit runs its cases over both specs as well, the
 //! shared-client ones included.)
 
 use std::future::Future;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use kvbench_core::{Backend, ClientSpec, Endpoint, Error, Options, Transport};
+use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Transport};
 use kvbench_multiplexed::{Multiplexed, Protocol, Resp, SPEC, SPEC_MEMCACHED, Text};
 use kvbench_servers::{Servers, StartOptions, script};
 use tokio::io::AsyncWrite;
@@ -48,12 +48,10 @@ fn the_contract_through_the_blocking_face() {
             }
             if spec.backend == Backend::Redis {
                 let list = key("list");
-                redis::Client::open(endpoint.redis_url())
-                    .and_then(|client| client.get_connection())
-                    .and_then(|mut con| redis::cmd("RPUSH").arg(&list).arg("x").exec(&mut con))
-                    .unwrap();
+                redis_cmd(&endpoint, &["RPUSH", &String::from_utf8_lossy(&list), "x"]);
                 script::a_wrongtype_reply_keeps_the_connection(&mut *client, &list);
             }
+            optional_operations(&spec, &mut *client, key);
         }
     }
 }
@@ -253,4 +251,195 @@ fn a_closed_connection_fails_every_call() {
             closed_by_the_server(&spec, transport);
         }
     }
+}
+
+/// `result` is a server error whose message holds `says`.
+fn server_error<T: std::fmt::Debug>(result: kvbench_core::Result<T>, says: &str) {
+    match result {
+        Err(Error::Server(message)) => assert!(message.contains(says), "{message:?}: {says:?}"),
+        other => panic!("want a server error saying {says:?}, got {other:?}"),
+    }
+}
+
+/// A Redis connection of the test's own, beside the client under test.
+fn redis_cmd(endpoint: &Endpoint, args: &[&str]) {
+    redis::Client::open(endpoint.redis_url())
+        .and_then(|client| client.get_connection())
+        .and_then(|mut con| redis::cmd(args[0]).arg(&args[1..]).exec(&mut con))
+        .unwrap();
+}
+
+/// The contract's optional operations, each as the spec's backend has it.
+fn optional_operations(spec: &ClientSpec, client: &mut dyn Client, key: impl Fn(&str) -> Vec<u8>) {
+    let (counter, text, big) = (key("counter"), key("text"), key("big"));
+    // incr: Redis starts a missing counter from 0; memcached has none there.
+    match spec.backend {
+        Backend::Redis => assert_eq!(client.incr(&counter).unwrap(), 1),
+        Backend::Memcached => server_error(client.incr(&counter), "NOT_FOUND"),
+    }
+    client.set(&counter, b"41").unwrap();
+    assert_eq!(client.incr(&counter).unwrap(), 42);
+    client.set(&text, b"forty-two").unwrap();
+    server_error(client.incr(&text), "");
+    client.set(&big, i64::MAX.to_string().as_bytes()).unwrap();
+    match spec.backend {
+        Backend::Redis => server_error(client.incr(&big), "overflow"),
+        Backend::Memcached => server_error(client.incr(&big), "9223372036854775808"),
+    }
+    // get_many and get_many_pipelined: in the order of the keys, misses and repeats.
+    let (one, miss) = (key("one"), key("miss"));
+    let keys: [&[u8]; 5] = [&one, &miss, &counter, &one, &miss];
+    let want = [Some(&b"1"[..]), None, Some(b"42"), Some(b"1"), None];
+    client.set(&one, b"1").unwrap();
+    let want: Vec<Option<Vec<u8>>> = want.iter().map(|v| v.map(<[u8]>::to_vec)).collect();
+    assert_eq!(client.get_many(&keys).unwrap(), want, "{}", spec.name);
+    assert_eq!(client.get_many_pipelined(&keys).unwrap(), want);
+    assert!(client.get_many(&[]).unwrap().is_empty());
+    assert!(client.get_many_pipelined(&[]).unwrap().is_empty());
+    // Hashes and transactions: Redis's.
+    let hash = key("hash");
+    let fields: [(&[u8], &[u8]); 2] = [(b"f1", b"v1"), (b"f2", b"")];
+    let items: [(&[u8], &[u8]); 3] = [(&one, b"one"), (&miss, b"two"), (&one, b"three")];
+    if spec.backend == Backend::Redis {
+        client.hset_many(&hash, &fields).unwrap();
+        let mut all = client.hgetall(&hash).unwrap();
+        all.sort();
+        let want: Vec<(Vec<u8>, Vec<u8>)> = fields
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(all, want);
+        assert!(client.hgetall(&key("no-hash")).unwrap().is_empty());
+        server_error(client.hgetall(&one), "WRONGTYPE");
+        client.transaction(&items).unwrap();
+        assert_eq!(client.get(&one).unwrap().as_deref(), Some(&b"three"[..]));
+        assert_eq!(client.get(&miss).unwrap().as_deref(), Some(&b"two"[..]));
+        client.transaction(&[]).unwrap();
+    } else {
+        let refused = client.hset_many(&hash, &fields);
+        assert!(matches!(refused, Err(Error::Unsupported(_))), "{refused:?}");
+        let refused = client.transaction(&items);
+        assert!(matches!(refused, Err(Error::Unsupported(_))), "{refused:?}");
+    }
+    assert_eq!(client.incr(&counter).unwrap(), 43, "{}: in step", spec.name);
+}
+
+#[test]
+fn specs_declare_what_each_protocol_has() {
+    assert_eq!(SPEC.operations, Operation::ALL);
+    assert_eq!(
+        SPEC_MEMCACHED.operations,
+        [Operation::Incr, Operation::GetMany]
+    );
+}
+
+/// Transactions from some callers and GETs from others, all on one connection: each MULTI …
+/// EXEC goes out as one unit, so no GET is ever answered `+QUEUED` (the connection would fail:
+/// a status is no answer to a GET) and every caller gets its own reply.
+#[test]
+fn transactions_on_a_shared_connection_are_never_split_by_other_callers() {
+    const CALLERS: usize = 32;
+    const ROUNDS: usize = 50;
+    let servers = start();
+    let runtime = runtime();
+    for &transport in Transport::ALL {
+        let endpoint = servers.endpoint(Backend::Redis, transport).unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async {
+            let client = Multiplexed::<Resp>::connect(&endpoint, &Options::default())
+                .await
+                .unwrap();
+            let callers: Vec<_> = (0..2 * CALLERS)
+                .map(|id| {
+                    let client = client.clone();
+                    tokio::task::spawn_local(async move {
+                        let (a, b) = (format!("tx:{id}:a"), format!("tx:{id}:b"));
+                        let own = format!("get:{id}");
+                        client.set(own.as_bytes(), own.as_bytes()).await.unwrap();
+                        for round in 0..ROUNDS {
+                            if id % 2 == 0 {
+                                let value = format!("{id}:{round}");
+                                let items = [(a.as_bytes(), value.as_bytes()); 2];
+                                let items = [items[0], (b.as_bytes(), value.as_bytes())];
+                                client.transaction(&items).await.unwrap();
+                            } else {
+                                let got = client.get(own.as_bytes()).await.unwrap();
+                                assert_eq!(got.as_deref(), Some(own.as_bytes()));
+                            }
+                            tokio::task::yield_now().await;
+                        }
+                    })
+                })
+                .collect();
+            for caller in callers {
+                caller.await.unwrap();
+            }
+            for id in (0..2 * CALLERS).step_by(2) {
+                let last = format!("{id}:{}", ROUNDS - 1).into_bytes();
+                for half in ["a", "b"] {
+                    let value = client.get(format!("tx:{id}:{half}").as_bytes()).await;
+                    assert_eq!(value.unwrap(), Some(last.clone()));
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn a_transaction_the_server_aborts_is_a_server_error_and_the_connection_survives() {
+    let servers = start();
+    let endpoint = servers.endpoint(Backend::Redis, Transport::Unix).unwrap();
+    let mut client = script::connect(&SPEC, &endpoint);
+    client.set(b"before", b"1").unwrap();
+    // With no memory to spare, Redis refuses each SET as it is queued (-OOM) and EXEC answers
+    // -EXECABORT: nothing is stored.
+    redis_cmd(&endpoint, &["CONFIG", "SET", "maxmemory", "1"]);
+    let items: [(&[u8], &[u8]); 2] = [(b"tx:a", b"1"), (b"tx:b", b"2")];
+    server_error(client.transaction(&items), "OOM");
+    redis_cmd(&endpoint, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(client.get(b"tx:a").unwrap(), None);
+    assert_eq!(client.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    client.transaction(&items).unwrap();
+    assert_eq!(client.get(b"tx:b").unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+/// Replies a real server does not give, from a scripted peer on an in-memory stream.
+async fn scripted_transaction(replies: &[u8]) -> (kvbench_core::Result<()>, Multiplexed<Resp>) {
+    use tokio::io::AsyncWriteExt;
+    let (client_side, mut server_side) = tokio::io::duplex(1 << 16);
+    let (read_half, write_half) = tokio::io::split(client_side);
+    let client = Multiplexed::<Resp>::over(read_half, write_half, &Options::default());
+    server_side.write_all(replies).await.unwrap();
+    let items: [(&[u8], &[u8]); 2] = [(b"a", b"1"), (b"b", b"2")];
+    let result = client.transaction(&items).await;
+    drop(server_side);
+    (result, client)
+}
+
+#[test]
+fn an_exec_reply_that_does_not_match_the_transaction_breaks_the_connection() {
+    let runtime = runtime();
+    runtime.block_on(async {
+        let queued = "+OK\r\n+QUEUED\r\n+QUEUED\r\n";
+        // Aborted (a WATCHed key changed): nil; refused: -EXECABORT. Both in step.
+        for (exec, says) in [("*-1\r\n", "aborted"), ("-EXECABORT x\r\n", "EXECABORT")] {
+            let (result, client) = scripted_transaction(format!("{queued}{exec}").as_bytes()).await;
+            server_error(result, says);
+            drop(client);
+        }
+        for replies in [
+            format!("{queued}*1\r\n+OK\r\n"),       // one OK short
+            format!("{queued}*2\r\n+OK\r\n:1\r\n"), // not an OK
+            "+OK\r\n+OK\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n".into(), // a SET not queued
+            "+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n".into(),
+        ] {
+            let (result, client) = scripted_transaction(replies.as_bytes()).await;
+            assert!(
+                matches!(result, Err(Error::Protocol(_))),
+                "{replies:?}: {result:?}"
+            );
+            let later = client.get(b"a").await;
+            assert!(matches!(later, Err(Error::Io(_))), "{replies:?}: {later:?}");
+        }
+    });
 }

@@ -11,10 +11,16 @@
 //! synchronous client can be. Compare it with `buffered` (pipelining), `raw-unix` (the same code
 //! over a Unix socket) and the `redis-rs` library.
 //!
-//! **What it gives up.** One round trip per command: [`Client::set_many`] is the contract's
-//! default loop, so a million SETs cost a million round trips. No reconnect, no RESP3, no
-//! cluster; after a malformed reply or a timeout the connection is marked broken and refuses
-//! further commands rather than guess where the next reply starts.
+//! **What it offers.** The contract's GET, SET, SET with expiry and DEL, and every optional
+//! operation ([`Operation::ALL`]): `incr` (INCR), `get_many` (one MGET), `hset_many` and
+//! `hgetall` (HSET, HGETALL) and `transaction` (MULTI, the SETs, EXEC).
+//!
+//! **What it gives up.** One round trip per command: [`Client::set_many`] and
+//! [`Client::get_many_pipelined`] are the contract's default loops, so a million SETs cost a
+//! million round trips, and a transaction of N SETs costs N + 2 (each SET is answered `+QUEUED`
+//! before the next is sent). No reconnect, no RESP3, no cluster; after a malformed reply or a
+//! timeout the connection is marked broken and refuses further commands rather than guess where
+//! the next reply starts.
 //!
 //! **Timeouts.** [`Options::connect_timeout`] bounds the TCP connect; [`Options::write_timeout`]
 //! bounds each `write` (the socket's `SO_SNDTIMEO`); [`Options::read_timeout`] bounds each `read`
@@ -41,7 +47,8 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Options, Pipelining, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining, Result,
+    Transport,
 };
 use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
@@ -150,7 +157,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
     connect_async: None,
     concurrency: kvbench_core::Concurrency::Threads,
-    operations: &[],
+    operations: Operation::ALL,
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.

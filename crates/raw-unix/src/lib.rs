@@ -9,6 +9,10 @@
 //! [`kvbench_raw_tcp::RawConnection`], the very type `raw-tcp` uses, which is generic over the
 //! stream. Same buffers, same single `write` per command, same parser — only the socket differs.
 //!
+//! **What it offers.** Everything `raw-tcp` offers — GET, SET, SET with expiry, DEL and every
+//! optional operation of the contract (INCR, MGET, HSET/HGETALL, MULTI … EXEC) — through the
+//! same code, since the connection and the spec's operations are `raw-tcp`'s.
+//!
 //! **What it gives up.** Everything `raw-tcp` gives up, plus reach: a Unix socket only works on
 //! the same machine, so it says nothing about a real network.
 //!

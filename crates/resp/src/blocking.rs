@@ -10,6 +10,15 @@
 //! `write` per command: `raw-tcp`, `raw-unix`, `buffered`), one `write` per token (`raw-tcp`'s
 //! `per-token` specs) or the inline form (`inline`).
 //!
+//! Beyond GET, SET and DEL it implements the contract's optional operations, one round trip per
+//! command: `INCR`, `MGET`, `HSET key f v …`, `HGETALL`, and a transaction as `MULTI`, one `SET`
+//! at a time (each answered `+QUEUED`), then `EXEC`. Their replies are read as they stream in,
+//! never whole in the buffer: [`read_status`] checks a status's text, [`read_value`] reads a bulk
+//! or nil, [`read_each`] reads a run of replies or array elements, and [`read_values`],
+//! [`read_pairs`] and [`read_exec`] read the arrays MGET, HGETALL and EXEC answer.
+//! [`read_transaction`] reads the replies of a whole transaction sent at once, for a client that
+//! pipelines it ([`Connection::pipeline`]).
+//!
 //! Timeouts: the stream's own read and write timeouts bound each `read` and `write`;
 //! [`Connection::set_reply_timeout`] also bounds each whole reply, so a server dripping one byte
 //! every 100 ms cannot hold a call for as long as it likes (see [`kvbench_core::ReplyDeadline`]).
@@ -101,20 +110,51 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
         self.broken.note(result)
     }
 
-    /// Sends one command and reads its reply header.
-    fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
+    /// Writes the commands `encode` appends to the (cleared) write buffer with one `write`, then
+    /// reads all their replies with `read`: a pipeline, for a client that offers one
+    /// (`buffered`). The whole-reply clock starts once, before the first reply; a reader of many
+    /// replies restarts it for each ([`ReadBuffer::start_reply`]).
+    pub fn pipeline<T>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>),
+        read: impl FnOnce(&mut ReadBuffer, &mut S) -> Result<T>,
+    ) -> Result<T> {
+        self.exchange(|stream, write_buf, read_buf| {
+            write_buf.clear();
+            encode(write_buf);
+            stream.write_all(write_buf)?;
+            read_buf.start_reply();
+            read(read_buf, stream)
+        })
+    }
+
+    /// Sends one command and reads its reply with `read`.
+    fn call_with<T>(
+        &mut self,
+        args: &[&[u8]],
+        read: impl FnOnce(&mut ReadBuffer, &mut S) -> Result<T>,
+    ) -> Result<T> {
         self.broken.check()?;
         self.read_buf.start_reply();
         let result = (self.encoding)
             .send(&mut self.stream, &mut self.write_buf, args)
-            .and_then(|()| read_head(&mut self.read_buf, &mut self.stream));
+            .and_then(|()| read(&mut self.read_buf, &mut self.stream));
         self.broken.note(result)
     }
 
+    /// Sends one command and reads its reply header.
+    fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
+        self.call_with(args, read_head)
+    }
+
     fn expect_ok(&mut self, args: &[&[u8]]) -> Result<()> {
+        self.call_with(args, |read_buf, stream| read_status(read_buf, stream, "OK"))
+    }
+
+    fn integer(&mut self, args: &[&[u8]]) -> Result<i64> {
         match self.call(args)? {
-            Head::Simple => Ok(()),
-            other => self.unexpected(other, "a status reply"),
+            Head::Integer(n) => Ok(n),
+            other => self.unexpected(other, "an integer reply"),
         }
     }
 
@@ -147,11 +187,59 @@ impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        match self.call(&[b"DEL", key])? {
-            Head::Integer(removed) => Ok(removed > 0),
-            other => self.unexpected(other, "an integer reply"),
-        }
+        Ok(self.integer(&[b"DEL", key])? > 0)
     }
+
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        self.integer(&[b"INCR", key])
+    }
+
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new()); // Redis refuses an MGET of no keys; there is nothing to ask.
+        }
+        let args = [&[&b"MGET"[..]], keys].concat();
+        self.call_with(&args, |read_buf, stream| {
+            read_values(read_buf, stream, keys.len())
+        })
+    }
+
+    fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        if fields.is_empty() {
+            return Ok(()); // Redis refuses an HSET of no fields; there is nothing to store.
+        }
+        let mut args = vec![&b"HSET"[..], key];
+        args.extend(fields.iter().flat_map(|&(field, value)| [field, value]));
+        self.integer(&args).map(drop)
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.call_with(&[b"HGETALL", key], read_pairs)
+    }
+
+    /// One round trip per command: `MULTI`, each `SET` (answered `+QUEUED`), `EXEC`.
+    // ANCHOR: raw_transaction
+    fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        self.expect_ok(&[b"MULTI"])?;
+        for (key, value) in items {
+            let queued = self.call_with(&[b"SET", key, value], |read_buf, stream| {
+                read_status(read_buf, stream, "QUEUED")
+            });
+            if let Err(err) = queued {
+                // Refused by the server, or by the encoding before a byte was sent: the
+                // transaction is still open, earlier SETs queued in it. Drop it, so that the
+                // next command runs on its own instead of being queued.
+                if !err.breaks_connection() {
+                    self.expect_ok(&[b"DISCARD"])?;
+                }
+                return Err(err);
+            }
+        }
+        self.call_with(&[b"EXEC"], |read_buf, stream| {
+            read_exec(read_buf, stream, items.len())
+        })
+    }
+    // ANCHOR_END: raw_transaction
 }
 
 /// Connects to either transport (`TCP_NODELAY` on), boxed as a `ClientSpec`'s `connect` wants.
@@ -197,7 +285,7 @@ pub fn connect_unix<E: Encoding>(
 /// The reply header with what a simple client needs of it, detached from the read buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Head {
-    /// `+<text>\r\n`: a status reply such as `+OK`.
+    /// `+<text>\r\n`: a status reply such as `+OK` ([`read_status`] checks its text).
     Simple,
     /// `-<message>\r\n`: an error reply, with its message.
     Error(String),
@@ -205,8 +293,8 @@ pub enum Head {
     Integer(i64),
     /// `$<len>\r\n`: a bulk reply of `len` bytes still to read, or `None` for `$-1` (nil).
     Bulk(Option<usize>),
-    /// `*<n>\r\n`: an array; no command these clients send expects one.
-    Array,
+    /// `*<n>\r\n`: an array of `n` replies still to read, or `None` for `*-1` (nil).
+    Array(Option<usize>),
 }
 
 impl Head {
@@ -223,20 +311,34 @@ impl Head {
 
 /// Reads until one reply header line is complete, and consumes it.
 pub fn read_head(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<Head> {
+    read_header(read_buf, stream, |header| match header {
+        Header::Simple(_) => Head::Simple,
+        Header::Error(msg) => Head::Error(lossy(msg)),
+        Header::Integer(n) => Head::Integer(n),
+        Header::Bulk(len) => Head::Bulk(len),
+        Header::Array(count) => Head::Array(count),
+    })
+}
+
+/// Reads until one reply header line is complete, and consumes it once `map` has taken what it
+/// needs of it (the header borrows the read buffer).
+fn read_header<T>(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+    map: impl FnOnce(Header<'_>) -> T,
+) -> Result<T> {
     loop {
         if let Some((header, used)) = crate::parse_header(read_buf.pending())? {
-            let head = match header {
-                Header::Simple(_) => Head::Simple,
-                Header::Error(msg) => Head::Error(String::from_utf8_lossy(msg).into_owned()),
-                Header::Integer(n) => Head::Integer(n),
-                Header::Bulk(len) => Head::Bulk(len),
-                Header::Array(_) => Head::Array,
-            };
+            let mapped = map(header);
             read_buf.consume(used);
-            return Ok(head);
+            return Ok(mapped);
         }
         read_buf.fill(stream)?;
     }
+}
+
+fn lossy(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).into_owned()
 }
 
 /// Reads the body of a bulk reply whose header announced `len` bytes.
@@ -254,3 +356,196 @@ pub fn read_bulk(read_buf: &mut ReadBuffer, stream: &mut impl Read, len: usize) 
     read_buf.consume(2);
     Ok(value)
 }
+
+/// Reads a status reply that must say `want` (`+OK`, `+QUEUED`): [`read_statuses`] of one.
+pub fn read_status(read_buf: &mut ReadBuffer, stream: &mut impl Read, want: &str) -> Result<()> {
+    read_statuses(read_buf, stream, 1, want)
+}
+
+/// Reads `count` status replies that must each say `want`: the replies to a pipeline of SETs
+/// (`+OK`), or to the commands queued in a transaction (`+QUEUED`). A run of them is compared
+/// byte for byte (five bytes per `+OK\r\n`), nothing parsed, nothing allocated. An error reply
+/// is kept and the rest still read, so that the connection stays in step: the batch fails with
+/// [`Error::Server`] once every reply is in. Any other reply is [`Error::Protocol`].
+///
+/// The whole-reply clock times one reply at a time: it restarts once a reply has come in since
+/// the last read (one check per read, not per reply), so a long batch is not one long reply.
+// ANCHOR: read_statuses
+pub fn read_statuses(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+    count: usize,
+    want: &str,
+) -> Result<()> {
+    let (mut left, mut errors, mut first_error) = (count, 0, None);
+    let mut unread_before_fill = left;
+    read_buf.start_reply();
+    while left > 0 {
+        // Fast path: a run of `+<want>\r\n`, compared as bytes.
+        let pending = read_buf.pending();
+        let mut pos = 0;
+        while left > 0 && is_status(&pending[pos..], want) {
+            pos += want.len() + 3;
+            left -= 1;
+        }
+        read_buf.consume(pos);
+        if left == 0 {
+            break;
+        }
+        // Anything else (or a reply cut by the end of a read) goes through the decoder.
+        let Some((header, used)) = crate::parse_header(read_buf.pending())? else {
+            if left < unread_before_fill {
+                read_buf.start_reply();
+            }
+            unread_before_fill = left;
+            read_buf.fill(stream)?;
+            continue;
+        };
+        match header {
+            Header::Simple(text) if text == want.as_bytes() => {}
+            Header::Error(msg) => {
+                errors += 1;
+                first_error.get_or_insert_with(|| lossy(msg));
+            }
+            _ => return Err(Error::Protocol(format!("unexpected reply, wanted +{want}"))),
+        }
+        read_buf.consume(used);
+        left -= 1;
+    }
+    first_error.map_or(Ok(()), |first| Err(failed(errors, count, first)))
+}
+// ANCHOR_END: read_statuses
+
+/// True if `bytes` starts with the status line `+<want>\r\n`.
+fn is_status(bytes: &[u8], want: &str) -> bool {
+    (bytes
+        .strip_prefix(b"+")
+        .and_then(|rest| rest.strip_prefix(want.as_bytes())))
+    .is_some_and(|rest| rest.starts_with(b"\r\n"))
+}
+
+/// The [`Error::Server`] of a batch of `count` replies of which `errors` were error replies.
+fn failed(errors: usize, count: usize, first: String) -> Error {
+    Error::Server(match errors {
+        1 => first,
+        _ => format!("{errors} of {count} commands failed; the first: {first}"),
+    })
+}
+
+/// Reads a bulk reply, `None` for nil: what GET answers, and each element of MGET's array. An
+/// error reply is [`Error::Server`], read whole; any other reply is [`Error::Protocol`].
+pub fn read_value(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<Option<Vec<u8>>> {
+    match read_head(read_buf, stream)? {
+        Head::Bulk(None) => Ok(None),
+        Head::Bulk(Some(len)) => read_bulk(read_buf, stream, len).map(Some),
+        other => Err(other.unexpected("a bulk reply")),
+    }
+}
+
+/// Reads `count` replies in a row — the elements of an array, or the replies to a pipeline —
+/// each with `read_one`, which reports an error reply it has read whole as [`Error::Server`].
+/// Such an error is kept and the rest still read, so that the connection stays in step; the
+/// first one is returned once all are read. Any other error ends the reading at once.
+///
+/// `count` may be a peer's claim: room is reserved only for the elements whose bytes can have
+/// arrived already ([`array_capacity`](crate::array_capacity)), and the `Vec` grows as more do.
+pub fn read_each<S: Read, T>(
+    read_buf: &mut ReadBuffer,
+    stream: &mut S,
+    count: usize,
+    mut read_one: impl FnMut(&mut ReadBuffer, &mut S) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut items = Vec::with_capacity(crate::array_capacity(count, read_buf.pending().len()));
+    let (mut errors, mut first_error) = (0, None);
+    for _ in 0..count {
+        match read_one(read_buf, stream) {
+            Ok(item) => items.push(item),
+            Err(Error::Server(msg)) => {
+                errors += 1;
+                first_error.get_or_insert(msg);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    first_error.map_or(Ok(items), |first| Err(failed(errors, count, first)))
+}
+
+/// Reads MGET's reply to `count` keys: an array of exactly `count` bulks or nils, in the keys'
+/// order. Another count is [`Error::Protocol`], before anything is allocated.
+pub fn read_values(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+    count: usize,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    match read_head(read_buf, stream)? {
+        Head::Array(Some(n)) if n == count => read_each(read_buf, stream, count, read_value),
+        other => Err(other.unexpected(&format!("an array of {count} values"))),
+    }
+}
+
+/// Reads HGETALL's reply: an array of fields and values, alternating (empty for a missing key).
+/// An odd count, or a nil where a field or value should be, is [`Error::Protocol`]; an error
+/// reply (`WRONGTYPE`) is [`Error::Server`].
+pub fn read_pairs(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let count = match read_head(read_buf, stream)? {
+        Head::Array(Some(n)) if n % 2 == 0 => n,
+        other => return Err(other.unexpected("an array of fields and values")),
+    };
+    let flat = read_each(read_buf, stream, count, |read_buf, stream| {
+        read_value(read_buf, stream)?
+            .ok_or_else(|| Error::Protocol("nil among a hash's fields and values".into()))
+    })?;
+    let mut flat = flat.into_iter();
+    let mut pairs = Vec::with_capacity(count / 2);
+    while let (Some(field), Some(value)) = (flat.next(), flat.next()) {
+        pairs.push((field, value));
+    }
+    Ok(pairs)
+}
+
+/// Reads EXEC's reply to a transaction of `count` SETs: an array of `count` `+OK`s. A nil array
+/// (the transaction was aborted) and an error reply (`-EXECABORT`: a command was refused while
+/// queued) are [`Error::Server`]; an array of another length is [`Error::Protocol`].
+pub fn read_exec(read_buf: &mut ReadBuffer, stream: &mut impl Read, count: usize) -> Result<()> {
+    match read_head(read_buf, stream)? {
+        Head::Array(Some(n)) if n == count => read_statuses(read_buf, stream, count, "OK"),
+        Head::Array(None) => Err(Error::Server(
+            "EXEC answered nil: the transaction was aborted".into(),
+        )),
+        other => Err(other.unexpected(&format!("an array of {count} replies"))),
+    }
+}
+
+/// Reads the replies to `MULTI`, `count` SETs and `EXEC` sent together: `+OK`, `count`
+/// `+QUEUED`, then [`read_exec`]'s array. A SET refused while queued is reported (as
+/// [`Error::Server`]) once EXEC's reply, `-EXECABORT`, has been read too, so the connection stays
+/// in step. A refused MULTI is [`Error::Protocol`]: the SETs then ran on their own, and what
+/// follows is not what was asked for.
+pub fn read_transaction(
+    read_buf: &mut ReadBuffer,
+    stream: &mut impl Read,
+    count: usize,
+) -> Result<()> {
+    read_status(read_buf, stream, "OK").map_err(|err| match err {
+        Error::Server(msg) => Error::Protocol(format!("MULTI refused: {msg}")),
+        other => other,
+    })?;
+    let queued = read_statuses(read_buf, stream, count, "QUEUED");
+    if let Err(err) = &queued
+        && err.breaks_connection()
+    {
+        return queued;
+    }
+    let exec = read_exec(read_buf, stream, count);
+    match (queued, exec) {
+        (_, Err(err)) if err.breaks_connection() => Err(err),
+        (Err(refused), _) => Err(refused),
+        (Ok(()), exec) => exec,
+    }
+}
+
+#[cfg(test)]
+mod tests;

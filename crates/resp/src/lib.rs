@@ -2,7 +2,8 @@
 //! out — so every wire form, every malformed length and every reply cut at every byte is tested
 //! on byte literals, with no server. It gives up RESP3, and saved state between calls (a reply is
 //! rescanned from its start as bytes arrive). [`blocking`] is its I/O half: the one blocking
-//! connection the blocking hand-written Redis clients are built on. Read it before `raw-tcp`, the
+//! connection the blocking hand-written Redis clients are built on (GET, SET, DEL, INCR, MGET,
+//! HSET/HGETALL, MULTI … EXEC), and the readers of each command's reply. Read it before `raw-tcp`, the
 //! first client; compare it with `kvbench-memcached-reply`, the same idea for memcached's text
 //! replies.
 //!
@@ -56,7 +57,7 @@
 //! Every length the peer claims is checked against a named limit ([`MAX_BULK_LEN`],
 //! [`MAX_ARRAY_LEN`], [`MAX_LINE_LEN`], [`MAX_DEPTH`]) before it is trusted, and no allocation is
 //! sized by a claim alone: `*4294967295\r\n` is 13 bytes and must not reserve room for four
-//! billion replies.
+//! billion replies ([`array_capacity`] sizes an array by the bytes present instead).
 //!
 //! # What it gives up
 //!
@@ -69,7 +70,9 @@
 //! - There is no saved state between calls: a reply arriving over many reads is rescanned from its
 //!   start each time. That costs one header line for a bulk (the payload is skipped by its length,
 //!   never scanned), but grows with the element count for a large array. hiredis keeps a stack of
-//!   partial replies to avoid it; this suite's replies are one bulk or one status line.
+//!   partial replies to avoid it. The blocking readers ([`blocking`]) do not need either: they
+//!   read the arrays the suite meets (MGET's, HGETALL's, EXEC's) one element at a time, each
+//!   consumed as it completes, so nothing is rescanned and no array need fit in the buffer.
 //!
 //! Compare with `kvbench-lib-redis`, whose library (redis-rs) parses the same bytes with parser
 //! combinators and partial-parse state.
@@ -90,8 +93,9 @@ pub const MAX_BULK_LEN: usize = 512 * 1024 * 1024;
 /// (2^32 - 1).
 ///
 /// The count is only a claim. Memory is bounded separately, by the bytes actually present: each
-/// element takes at least 3 bytes (`+\r\n`), so [`decode`] never reserves more than a third of
-/// the buffer's length in elements. This limit just turns an absurd count into an error instead
+/// element takes at least 3 bytes (`+\r\n`), so [`decode`] (and the blocking readers, through
+/// [`array_capacity`]) never reserves more than a third of the bytes present in elements. This
+/// limit just turns an absurd count into an error instead
 /// of a wait for bytes that will never come.
 pub const MAX_ARRAY_LEN: usize = u32::MAX as usize;
 
@@ -428,12 +432,12 @@ fn walk(
             if depth >= MAX_DEPTH {
                 return Err(DecodeError::new(DecodeErrorKind::TooDeep, start));
             }
-            let room = if build {
-                buf.len().saturating_sub(pos) / MIN_REPLY_LEN
+            let present = if build {
+                buf.len().saturating_sub(pos)
             } else {
                 0
             };
-            let mut items = Vec::with_capacity(count.min(room));
+            let mut items = Vec::with_capacity(array_capacity(count, present));
             for _ in 0..count {
                 let Some((item, next)) = walk(buf, pos, depth + 1, build)? else {
                     return Ok(None);
@@ -445,6 +449,14 @@ fn walk(
         }
     };
     Ok(Some((reply, pos)))
+}
+
+/// How many elements to reserve room for, for an array whose header claims `count` when
+/// `present` bytes of its elements have arrived: each element takes at least 3 bytes (`+\r\n`),
+/// so no more than `present / 3` can be there yet. A `Vec` sized by this grows as more arrive;
+/// one sized by the claim alone would let 13 bytes (`*4294967295\r\n`) reserve gigabytes.
+pub fn array_capacity(count: usize, present: usize) -> usize {
+    count.min(present / MIN_REPLY_LEN)
 }
 
 // ---------------------------------------------------------------------------------------------

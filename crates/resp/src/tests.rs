@@ -246,6 +246,14 @@ fn huge_array_claim_reserves_only_what_is_present() {
 }
 
 #[test]
+fn array_capacity_is_the_claim_or_what_the_bytes_present_can_hold() {
+    assert_eq!(array_capacity(MAX_ARRAY_LEN, 8), 2);
+    assert_eq!(array_capacity(MAX_ARRAY_LEN, 0), 0);
+    assert_eq!(array_capacity(2, 1 << 20), 2);
+    assert_eq!(array_capacity(5, 15), 5);
+}
+
+#[test]
 fn decode_leaves_following_bytes_alone() {
     let bytes = b"$3\r\nfoo\r\n+NEXT\r\n";
     assert_eq!(decode(bytes), Ok(Some((bulk(b"foo"), 9))));
@@ -543,7 +551,7 @@ fn encode_command_writes_multi_bulk() {
 /// Cases for a property that runs `default` cases in `make test`. `KVBENCH_FUZZ_CASES=N` (set by
 /// `make fuzz`, see FUZZING.md) scales every property so that the standard 10,000-case ones run
 /// N cases and the costlier ones proportionally fewer.
-fn cases(default: u32) -> u32 {
+pub(crate) fn cases(default: u32) -> u32 {
     match std::env::var("KVBENCH_FUZZ_CASES").map(|n| n.parse::<u64>()) {
         Ok(Ok(n)) => u32::try_from(n * u64::from(default) / 10_000)
             .unwrap_or(u32::MAX)
@@ -563,7 +571,7 @@ fn line_text() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Any reply, nested at most `depth` arrays deep.
-fn any_reply(depth: u32, bulk_len: usize) -> impl Strategy<Value = Reply> {
+pub(crate) fn any_reply(depth: u32, bulk_len: usize) -> impl Strategy<Value = Reply> {
     let leaf = prop_oneof![
         line_text().prop_map(Reply::Simple),
         line_text().prop_map(Reply::Error),
