@@ -3,19 +3,30 @@
 //! A small stand-in for the conformance kit: hit, miss, binary and empty values, a 1 MiB value,
 //! overwrite, `set_ex` (TTL seen by fred's own typed `ttl`, then expiry), delete, `set_many`
 //! (1000 items read back on a second connection), an error reply that leaves the connection
-//! usable, and a silent server that must time out rather than hang. Then many callers: on one
-//! client they share its one connection, on the pool its connections, and each gets its own
-//! values back.
+//! usable, and a silent server that must time out rather than hang. Then the optional operations
+//! (the redis-rs tests' `redis_operations`), and many callers: on one client they share its one
+//! connection, on the pool its connections, each gets its own values back, and a transaction
+//! among them is not broken into.
 
 use std::time::Duration;
 
-use fred::prelude::{KeysInterface, ListInterface};
+use fred::prelude::{ClientLike, KeysInterface, ListInterface};
 use kvbench_core::{Backend, Client, Endpoint, Options, Transport};
 use kvbench_lib_fred::{AsyncFred, POOL_CONNECTIONS, SPEC, SPEC_POOL};
 use kvbench_servers::{Servers, StartOptions, script};
 
+#[path = "../../lib-redis/tests/redis_operations/mod.rs"]
+mod redis_operations;
+
 fn start() -> Servers {
     Servers::start_private(&StartOptions::default()).expect("start private servers")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn connect(endpoint: &Endpoint) -> Box<dyn Client> {
@@ -31,10 +42,7 @@ struct Reference {
 
 impl Reference {
     fn connect(endpoint: &Endpoint) -> Reference {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = runtime();
         let client = runtime
             .block_on(<AsyncFred>::connect(endpoint, &Options::default()))
             .unwrap();
@@ -94,6 +102,38 @@ fn on_both_transports() {
 }
 
 #[test]
+fn optional_operations_on_both_transports() {
+    let set_maxmemory = |endpoint: &Endpoint, bytes: &str| {
+        let reference = Reference::connect(endpoint);
+        let args = vec!["SET", "maxmemory", bytes];
+        let config = reference.client.client().custom(fred::cmd!("CONFIG"), args);
+        reference.runtime.block_on(config).unwrap()
+    };
+    redis_operations::check_on_both_transports(&[SPEC, SPEC_POOL], set_maxmemory);
+}
+
+#[test]
+fn a_transaction_among_other_callers_is_one_unbroken_unit() {
+    let (_servers, endpoint) = script::private_endpoint(Backend::Redis, Transport::Unix);
+    let runtime = runtime();
+    for spec in [SPEC, SPEC_POOL] {
+        let local = tokio::task::LocalSet::new();
+        let shared = runtime.block_on(local.run_until(async {
+            let connections = spec.concurrency.connections(64);
+            let connect = spec.concurrency.connect_shared().unwrap();
+            connect(&endpoint, &Options::default(), connections)
+                .await
+                .unwrap()
+        }));
+        let key = |caller: usize, name: &str| format!("{}:{caller}:{name}", spec.name).into_bytes();
+        redis_operations::transactions_among_other_callers(&local, &*shared, 64, key);
+        runtime.block_on(local);
+        // Dropped inside the runtime, so that fred's QUIT is spawned there.
+        runtime.block_on(async move { drop(shared) });
+    }
+}
+
+#[test]
 fn native_async_handle_works_in_any_runtime() {
     let servers = start();
     let endpoint = servers.endpoint(Backend::Redis, Transport::Unix).unwrap();
@@ -114,10 +154,7 @@ fn native_async_handle_works_in_any_runtime() {
 
 #[test]
 fn callers_share_the_client_or_the_pool() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     for (spec, connections) in [(SPEC, 1), (SPEC_POOL, POOL_CONNECTIONS as u64)] {
         for &transport in Transport::ALL {
             let (_servers, endpoint) = script::private_endpoint(Backend::Redis, transport);
@@ -142,12 +179,8 @@ fn silent_server_times_out_instead_of_hanging() {
 /// this changes, update the defect.
 #[test]
 fn a_closed_idle_connection_fails_later_commands_only_by_their_timeout() {
-    use fred::interfaces::ClientLike;
     let (_servers, endpoint) = script::private_endpoint(Backend::Redis, Transport::Tcp);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let timeout = Duration::from_millis(300);
         let options = Options::with_timeout(timeout);

@@ -21,6 +21,16 @@
 //!   requests by their order on the one socket and ends when the last clone is dropped.
 //!   `redis-rs` serves many callers the default way: a thread and a connection each.
 //!
+//! Both implement every optional operation of the contract with redis-rs's own calls: `incr`
+//! (`incr(key, 1)`, sent as `INCRBY key 1`), `get_many` (`mget`, which sends `MGET` and gets an
+//! array back for one key as for many), `get_many_pipelined` (one `redis::pipe()` of `GET`s),
+//! `hset_many` (`hset_multiple`, sent as `HMSET`, the older name of a many-field `HSET`),
+//! `hgetall` (into `Vec<(Vec<u8>, Vec<u8>)>`, in the server's order) and `transaction`
+//! (`redis::pipe().atomic()` with the `SET`s, `EXEC`'s reply checked for one `OK` per `SET`).
+//! An atomic pipeline is one packed request, so on the multiplexed connection no other caller's
+//! command can land between `MULTI` and `EXEC`. An `MGET` reply of another length than its keys
+//! is [`Error::Protocol`]; an empty batch sends nothing.
+//!
 //! What a user pays for, beyond the bytes on the wire:
 //!
 //! - Every call builds a [`redis::Cmd`] (argument vector, then packed bytes) and decodes the
@@ -49,11 +59,13 @@ use std::io;
 
 use kvbench_core::{
     Backend, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error, Handle,
-    HostileOutcome, Kind, KnownDefect, Options, Pipelining, Result, SharedClient, Transport,
-    connect_shared_boxed,
+    HostileOutcome, Kind, KnownDefect, Operation, Options, Pipelining, Result, SharedClient,
+    Transport, connect_shared_boxed,
 };
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, RedisError};
+use redis::{
+    AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, Pipeline, RedisError, Value,
+};
 
 /// What redis-rs 1.8.1 gets wrong on a hostile server (both connections share the parser). The
 /// conformance crate's hostile-server test asserts each outcome.
@@ -114,7 +126,7 @@ pub const SPEC_SYNC: ClientSpec = ClientSpec {
     connect: connect_sync_boxed,
     connect_async: None,
     concurrency: Concurrency::Threads,
-    operations: &[],
+    operations: Operation::ALL,
 };
 
 /// The multiplexed async redis-rs client, driven from a blocking caller.
@@ -142,7 +154,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
     connect: connect_blocking_async_boxed,
     connect_async: Some(connect_async_boxed),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<AsyncRedis>),
-    operations: &[],
+    operations: Operation::ALL,
 };
 
 /// The redis-rs connection URL for an endpoint: `redis://host:port/` or `redis+unix:///path`.
@@ -176,6 +188,56 @@ pub fn map_error(err: RedisError) -> Error {
 
 fn connect_failed(endpoint: &Endpoint, err: RedisError) -> Error {
     map_error(err).while_connecting(endpoint)
+}
+
+/// The values of an `MGET`, checked to be one per key: an array of another length converts
+/// without complaint, and would pair values with the wrong keys.
+fn one_per_key(values: Vec<Option<Vec<u8>>>, keys: usize) -> Result<Vec<Option<Vec<u8>>>> {
+    if values.len() != keys {
+        return Err(Error::Protocol(format!(
+            "{} values for {keys} keys",
+            values.len()
+        )));
+    }
+    Ok(values)
+}
+
+/// One `GET` per key, in one pipeline: written whole, then every reply read.
+fn pipelined_gets(keys: &[&[u8]]) -> Pipeline {
+    let mut pipe = redis::pipe();
+    for &key in keys {
+        pipe.get(key);
+    }
+    pipe
+}
+
+/// The `SET`s inside `MULTI` … `EXEC` (`atomic()`): one packed request, so on the multiplexed
+/// connection no other caller's command can land between `MULTI` and `EXEC`.
+fn transaction_of_sets(items: &[(&[u8], &[u8])]) -> Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for &(key, value) in items {
+        pipe.set(key, value);
+    }
+    pipe
+}
+
+/// `EXEC`'s reply, as `query::<Value>` hands it over: nil when the server aborted the
+/// transaction, else one reply per `SET`, each of which must be `OK`.
+fn check_exec(reply: Value, sets: usize) -> Result<()> {
+    match reply {
+        Value::Nil => Err(Error::Server(
+            "EXEC answered nil: transaction aborted".into(),
+        )),
+        Value::Array(replies)
+            if replies.len() == sets && replies.iter().all(|reply| *reply == Value::Okay) =>
+        {
+            Ok(())
+        }
+        other => Err(Error::Protocol(format!(
+            "EXEC of {sets} SETs answered {other:?}"
+        ))),
+    }
 }
 
 /// The synchronous client: one [`redis::Connection`].
@@ -239,6 +301,46 @@ impl Client for RedisSync {
         pipe.exec(&mut self.con).map_err(map_error)
     }
     // ANCHOR_END: redis_sync_set_many
+
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        // redis-rs reads one reply per command of the pipeline, no more, no less.
+        pipelined_gets(keys).query(&mut self.con).map_err(map_error)
+    }
+
+    /// `INCRBY key 1`: what redis-rs's `incr` sends.
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        self.con.incr(key, 1).map_err(map_error)
+    }
+
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        one_per_key(self.con.mget(keys).map_err(map_error)?, keys.len())
+    }
+
+    /// `HMSET`: what redis-rs's `hset_multiple` sends (the older name of a many-field `HSET`).
+    fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        if fields.is_empty() {
+            return Ok(());
+        }
+        self.con.hset_multiple(key, fields).map_err(map_error)
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.con.hgetall(key).map_err(map_error)
+    }
+
+    fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let reply = transaction_of_sets(items).query(&mut self.con);
+        check_exec(reply.map_err(map_error)?, items.len())
+    }
 }
 
 /// Opens a multiplexed async connection with the connection and response timeouts from
@@ -316,9 +418,55 @@ impl AsyncRedis {
         }
         pipe.exec_async(&mut self.con).await.map_err(map_error)
     }
+
+    /// One pipeline of `GET`s, sent through the multiplexer as one request.
+    pub async fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = pipelined_gets(keys).query_async(&mut self.con).await;
+        values.map_err(map_error)
+    }
+
+    /// `INCRBY key 1`: the new value.
+    pub async fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        self.con.incr(key, 1).await.map_err(map_error)
+    }
+
+    /// `MGET key …`: one value per key, `None` for a miss.
+    pub async fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = self.con.mget(keys).await.map_err(map_error)?;
+        one_per_key(values, keys.len())
+    }
+
+    /// `HMSET key field value …`.
+    pub async fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        if fields.is_empty() {
+            return Ok(());
+        }
+        self.con.hset_multiple(key, fields).await.map_err(map_error)
+    }
+
+    /// `HGETALL key`: every field and value, in the server's order.
+    pub async fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.con.hgetall(key).await.map_err(map_error)
+    }
+
+    /// `MULTI`, the `SET`s, `EXEC`: one request through the multiplexer.
+    pub async fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let reply = transaction_of_sets(items).query_async(&mut self.con).await;
+        check_exec(reply.map_err(map_error)?, items.len())
+    }
 }
 
-kvbench_core::impl_async_client_by_boxing!(AsyncRedis, connect_async_boxed);
+kvbench_core::impl_async_client_by_boxing!(AsyncRedis, connect_async_boxed;
+    get_many_pipelined, incr, get_many, hash, transaction);
 
 impl SharedClient for AsyncRedis {
     /// A clone: another sender into the same driver task, so no new connection.
@@ -359,4 +507,5 @@ fn connect_blocking_async_boxed(endpoint: &Endpoint, options: &Options) -> Resul
     Ok(Box::new(BlockingAsyncRedis::connect(endpoint, options)?))
 }
 
-kvbench_core::impl_client_by_blocking_on!(BlockingAsyncRedis);
+kvbench_core::impl_client_by_blocking_on!(BlockingAsyncRedis;
+    get_many_pipelined, incr, get_many, hash, transaction);

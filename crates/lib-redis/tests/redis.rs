@@ -3,14 +3,17 @@
 //! A small stand-in for the conformance kit: hit, miss, binary and empty values, a 1 MiB value,
 //! overwrite, `set_ex` (TTL seen by an independent connection, then expiry), delete, `set_many`
 //! (1000 items read back on a second connection), an error reply that leaves the connection
-//! usable, and a silent server that must time out rather than hang. Then many callers on the
-//! multiplexed connection: each gets its own values back, over one connection.
+//! usable, and a silent server that must time out rather than hang. Then the optional operations
+//! (`redis_operations`), and many callers on the multiplexed connection: each gets its own values
+//! back, over one connection, and a transaction among them is not broken into.
 
 use std::time::Duration;
 
 use kvbench_core::{Backend, ClientSpec, Endpoint, Options, Transport};
 use kvbench_lib_redis::{AsyncRedis, SPEC_ASYNC, SPEC_SYNC, url};
 use kvbench_servers::{Servers, StartOptions, script};
+
+mod redis_operations;
 
 /// Callers sharing one client at once.
 const CALLERS: usize = 64;
@@ -77,6 +80,31 @@ fn async_on_both_transports() {
     for transport in Transport::ALL {
         exercise(&SPEC_ASYNC, *transport);
     }
+}
+
+#[test]
+fn optional_operations_on_both_transports() {
+    let set_maxmemory = |endpoint: &Endpoint, bytes: &str| {
+        let config = redis::cmd("CONFIG")
+            .arg(&["SET", "maxmemory", bytes])
+            .clone();
+        config.exec(&mut reference(endpoint)).unwrap();
+    };
+    redis_operations::check_on_both_transports(&[SPEC_SYNC, SPEC_ASYNC], set_maxmemory);
+}
+
+#[test]
+fn a_transaction_on_the_multiplexed_connection_is_one_unbroken_unit() {
+    let (_servers, endpoint) = script::private_endpoint(Backend::Redis, Transport::Unix);
+    let runtime = runtime();
+    let local = tokio::task::LocalSet::new();
+    let shared = runtime.block_on(local.run_until(async {
+        let connect = SPEC_ASYNC.concurrency.connect_shared().unwrap();
+        connect(&endpoint, &Options::default(), 1).await.unwrap()
+    }));
+    let key = |caller: usize, name: &str| format!("caller:{caller}:{name}").into_bytes();
+    redis_operations::transactions_among_other_callers(&local, &*shared, CALLERS, key);
+    runtime.block_on(local);
 }
 
 #[test]
