@@ -35,10 +35,14 @@ fn runs(mode: Mode) -> usize {
 /// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
 pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
 
-/// Requests per redis-benchmark run: about a second of work at the speeds seen here.
-fn requests(cell: &Cell, mode: Mode) -> u64 {
+/// Requests per redis-benchmark run: about a second of work at the speeds seen here. A request
+/// that carries a cell's hundred items itself (MGET, HSET, HGETALL of a hundred) counts as a
+/// hundred.
+fn requests(cell: &Cell, mode: Mode, items_per_request: u64) -> u64 {
     let full = match cell.op {
         Op::PipelineSet => 1_000_000,
+        _ if items_per_request > 1 && cell.value_size >= 1024 => 2_000,
+        _ if items_per_request > 1 => 10_000,
         _ if cell.value_size >= 1 << 20 => 2_000,
         _ if cell.value_size >= 100 << 10 => 10_000,
         _ => 100_000,
@@ -59,20 +63,33 @@ fn tool_row(cell: &Cell, tool: &str) -> Row {
     row
 }
 
+/// Why redis-benchmark has no row of its own in `cell`, if it has none.
+fn redis_benchmark_cannot(cell: &Cell) -> Option<&'static str> {
+    (cell.op == Op::TransactionMulti).then_some(
+        "not run: redis-benchmark repeats one command (or -P copies of it); it cannot send \
+         MULTI, the SETs and EXEC as one transaction",
+    )
+}
+
 /// Runs redis-benchmark for a Redis cell [`runs`] times, pinned to `cpu`. `prepare` sets or
-/// deletes redis-benchmark's key the way the cell needs (value of the cell's size, or absent).
+/// deletes redis-benchmark's key the way the cell needs (value of the cell's size, or absent);
+/// a command over the cell's own keys (MGET, HSET) finds them as the cell prepared them.
 pub fn redis_benchmark(
-    cell: &Cell,
+    w: &Workload,
     endpoint: &Endpoint,
     cpu: Option<usize>,
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
 ) -> Row {
+    let cell = &w.cell;
     let row = tool_row(cell, REDIS_BENCHMARK);
-    match run_redis_benchmark(cell, endpoint, cpu, mode, prepare) {
+    if let Some(reason) = redis_benchmark_cannot(cell) {
+        return row.fail(Status::Unsupported, reason);
+    }
+    match run_redis_benchmark(w, endpoint, cpu, mode, prepare) {
         Ok((wall, latency, command)) => {
             let timing = format!(
-                "redis-benchmark: median of {} runs back to back, interval their range; `{command}`",
+                "redis-benchmark: median of {} runs back to back, interval their range; {command}",
                 runs(mode)
             );
             let mut row = row.with_wall(wall, &timing);
@@ -83,15 +100,106 @@ pub fn redis_benchmark(
     }
 }
 
+/// What redis-benchmark runs for a cell: the arguments of each command (after the connection,
+/// `-c`, `--csv` and `-n`), how many of the cell's items one request does, and how the row
+/// words it.
+struct Plan {
+    /// One command, or two whose times add up to one call of the cell (the hash: HSET, then
+    /// HGETALL).
+    commands: Vec<Vec<String>>,
+    /// Items of the cell one request does: 100 for MGET of a hundred keys, 1 for a GET.
+    items_per_request: u64,
+    /// What the row says beside the command lines (empty: nothing).
+    note: &'static str,
+}
+
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|word| word.to_string()).collect()
+}
+
+/// The plan of `w`'s cell, its key prepared first where the cell reads redis-benchmark's own.
+fn plan(w: &Workload, prepare: &mut PrepareKey<'_>) -> Result<Plan> {
+    let cell = &w.cell;
+    let value = "x".repeat(cell.value_size);
+    let bytes = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let depth = cell.pipeline.to_string();
+    let size = cell.value_size.to_string();
+    let one = |args: Vec<String>, note| Plan {
+        commands: vec![args],
+        items_per_request: 1,
+        note,
+    };
+    Ok(match cell.op {
+        // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
+        Op::Get => {
+            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
+            one(words(&["-t", "get"]), "")
+        }
+        Op::GetMiss => {
+            prepare(REDIS_BENCHMARK_KEY, None)?;
+            one(words(&["-t", "get"]), "")
+        }
+        Op::Set => one(words(&["-t", "set", "-d", &size]), ""),
+        Op::SetEx => one(
+            vec![
+                "SET".into(),
+                "key:__rand_int__".into(),
+                value.clone(),
+                "EX".into(),
+                SET_EX_TTL.to_string(),
+            ],
+            "",
+        ),
+        Op::PipelineSet => one(words(&["-t", "set", "-d", "3", "-P", &depth]), ""),
+        Op::Incr => one(words(&["-t", "incr"]), ""),
+        // The cell's keys, preloaded through the reference connection.
+        Op::GetMany => Plan {
+            commands: vec![
+                std::iter::once("MGET".to_string())
+                    .chain(w.names.iter().map(|key| bytes(key)))
+                    .collect(),
+            ],
+            items_per_request: cell.pipeline as u64,
+            note: "one MGET of the cell's keys per request; ops/s counts keys",
+        },
+        Op::GetManyPipelined => {
+            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
+            one(
+                words(&["-t", "get", "-P", &depth]),
+                "GETs of its one key, pipelined in batches as deep as the cell's",
+            )
+        }
+        Op::Hash => {
+            let mut hset = vec!["HSET".to_string(), bytes(&w.key)];
+            for (field, value) in w.names.iter().zip(&w.values) {
+                hset.extend([bytes(field), bytes(value)]);
+            }
+            Plan {
+                commands: vec![hset, vec!["HGETALL".into(), bytes(&w.key)]],
+                items_per_request: cell.pipeline as u64,
+                note: "two runs, as the cell's call makes two commands: time per field is \
+                       (time per HSET + time per HGETALL) / fields",
+            }
+        }
+        Op::TransactionPlain => one(
+            words(&["-t", "set", "-d", &size]),
+            "SETs one at a time, as the plain way sends them",
+        ),
+        Op::TransactionPipeline => one(words(&["-t", "set", "-d", &size, "-P", &depth]), ""),
+        Op::TransactionMulti => bail!("{}", redis_benchmark_cannot(cell).unwrap_or_default()),
+    })
+}
+
 fn run_redis_benchmark(
-    cell: &Cell,
+    w: &Workload,
     endpoint: &Endpoint,
     cpu: Option<usize>,
     mode: Mode,
     prepare: &mut PrepareKey<'_>,
 ) -> Result<(Wall, Option<Latency>, String)> {
-    let value = "x".repeat(cell.value_size);
-    let mut args: Vec<String> = match endpoint {
+    let cell = &w.cell;
+    let plan = plan(w, prepare)?;
+    let mut common: Vec<String> = match endpoint {
         Endpoint::Tcp(addr) => {
             let (host, port) = addr
                 .rsplit_once(':')
@@ -100,74 +208,63 @@ fn run_redis_benchmark(
         }
         Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
     };
-    let requests = requests(cell, mode);
+    let requests = requests(cell, mode, plan.items_per_request);
     // -c: its event loop drives the cell's callers as that many connections from one thread.
-    args.extend(["-c".to_string(), cell.concurrency.to_string()]);
-    args.extend(["--csv", "-n"].map(String::from));
-    args.push(requests.to_string());
-    match cell.op {
-        // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
-        Op::Get => {
-            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
-            args.extend(["-t", "get"].map(String::from));
-        }
-        Op::GetMiss => {
-            prepare(REDIS_BENCHMARK_KEY, None)?;
-            args.extend(["-t", "get"].map(String::from));
-        }
-        Op::Set => args.extend([
-            "-t".into(),
-            "set".into(),
-            "-d".into(),
-            cell.value_size.to_string(),
-        ]),
-        Op::SetEx => args.extend([
-            "SET".into(),
-            "key:__rand_int__".into(),
-            value.clone(),
-            "EX".into(),
-            SET_EX_TTL.to_string(),
-        ]),
-        Op::PipelineSet => args.extend([
-            "-t".into(),
-            "set".into(),
-            "-d".into(),
-            "3".into(),
-            "-P".into(),
-            cell.pipeline.to_string(),
-        ]),
-    }
+    common.extend(["-c".to_string(), cell.concurrency.to_string()]);
+    common.extend(["--csv", "-n"].map(String::from));
+    common.push(requests.to_string());
+    let commands: Vec<Vec<String>> = (plan.commands.iter())
+        .map(|command| [&common[..], command].concat())
+        .collect();
 
-    let mut rps = Vec::new();
+    // Each run: every command once; its time per item is the sum of theirs over the items one
+    // request does.
+    let mut per_item = Vec::new();
     let mut latency = None;
     for _ in 0..runs(mode) {
-        let stdout = run_tool("redis-benchmark", "redis-tools", cpu, &args)?;
-        let (run_rps, run_latency) = parse_csv(&stdout)?;
-        rps.push(run_rps);
-        latency = Some(run_latency);
+        let mut ns = 0.0;
+        for args in &commands {
+            let stdout = run_tool("redis-benchmark", "redis-tools", cpu, args)?;
+            let (rps, run_latency) = parse_csv(&stdout)?;
+            ns += 1e9 / rps;
+            latency = Some(run_latency);
+        }
+        per_item.push(ns / plan.items_per_request as f64);
     }
-    let per_op: Vec<f64> = rps.iter().map(|r| 1e9 / r).collect();
-    let wall = results::wall_of(&per_op).context("redis-benchmark made no run")?;
+    let wall = results::wall_of(&per_item).context("redis-benchmark made no run")?;
+    let shown: Vec<String> = (commands.iter())
+        .map(|args| format!("`{}`", command_line("redis-benchmark", cpu, args)))
+        .collect();
+    let mut text = shown.join(" and ");
+    if !plan.note.is_empty() {
+        text = format!("{}; {text}", plan.note);
+    }
     // Percentiles of a pipelined run are per batch, not per command: leave them out.
-    Ok((
-        wall,
-        latency.filter(|_| cell.is_request_response()),
-        command_line("redis-benchmark", cpu, &args),
-    ))
+    Ok((wall, latency.filter(|_| cell.is_request_response()), text))
 }
 
 /// A baseline's command line as it ran, for its row; a long argument (a value) is shown as its
-/// length.
+/// length, and a long list of arguments (a hundred keys) by its first and last ones and how many
+/// are left out.
 fn command_line(program: &str, cpu: Option<usize>, args: &[String]) -> String {
     let mut words: Vec<String> = match cpu {
         Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.to_string()],
         None => Vec::new(),
     };
     words.push(program.into());
-    words.extend(args.iter().map(|arg| match arg.len() {
+    let shown = |arg: &String| match arg.len() {
         0..=64 => arg.clone(),
         len => format!("<{len} bytes>"),
-    }));
+    };
+    const HEAD: usize = 16;
+    const TAIL: usize = 2;
+    if args.len() > HEAD + TAIL + 1 {
+        words.extend(args[..HEAD].iter().map(shown));
+        words.push(format!("… {} more arguments …", args.len() - HEAD - TAIL));
+        words.extend(args[args.len() - TAIL..].iter().map(shown));
+    } else {
+        words.extend(args.iter().map(shown));
+    }
     words.join(" ")
 }
 
@@ -195,14 +292,15 @@ fn run_tool(program: &str, package: &str, cpu: Option<usize>, args: &[String]) -
     Ok(stdout)
 }
 
-/// Whether memaslap can run `cell`: GET or SET over TCP (it has no Unix-socket support), with
-/// values small enough that its preloaded keys (a window of 1,024 per connection, its minimum)
-/// take at most an eighth of the private server's 256 MiB.
+/// Whether memaslap can run `cell`: GET, SET or a multi-get (`get_many`, its `--division`)
+/// over TCP (it has no Unix-socket support), with values small enough that its preloaded keys
+/// (a window of 1,024 per connection, its minimum) take at most an eighth of the private
+/// server's 256 MiB. It has no pipelined GETs.
 pub fn memaslap_serves(cell: &Cell) -> bool {
     let preloaded = cell.concurrency * 1024 * (cell.value_size + 64);
     cell.backend == Backend::Memcached
         && cell.transport == Transport::Tcp
-        && matches!(cell.op, Op::Get | Op::Set)
+        && matches!(cell.op, Op::Get | Op::Set | Op::GetMany)
         // An eighth of the server's memory: a 100 KiB cell's 105 MB preload left later clients
         // of the cell reading a miss for the value they had just stored.
         && preloaded <= 32 << 20
@@ -231,8 +329,12 @@ pub fn memaslap(
                  {MEMASLAP_DIFFERENCES}; `{command}`",
                 runs(mode),
                 match cell.op {
-                    Op::Get => "GETs of keys it preloaded",
-                    _ => "SETs only",
+                    Op::Get => "GETs of keys it preloaded".to_string(),
+                    Op::GetMany => format!(
+                        "multi-gets of {} keys it preloaded (`--division`), ops/s counts keys",
+                        cell.pipeline
+                    ),
+                    _ => "SETs only".to_string(),
                 }
             ),
         ),
@@ -251,7 +353,8 @@ fn run_memaslap(
         bail!("memaslap has no Unix-socket support");
     };
     // Command type 0 is SET, 1 is GET; the proportions make it one or the other.
-    let (set, get) = if cell.op == Op::Get { (0, 1) } else { (1, 0) };
+    let reads = matches!(cell.op, Op::Get | Op::GetMany);
+    let (set, get) = if reads { (0, 1) } else { (1, 0) };
     let size = cell.value_size;
     let config = dir.join("memaslap.cfg");
     std::fs::write(
@@ -260,7 +363,7 @@ fn run_memaslap(
     )
     .with_context(|| format!("writing {}", config.display()))?;
     let seconds = mode.policy().memaslap_seconds;
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "-s",
         addr,
         "-T",
@@ -278,11 +381,19 @@ fn run_memaslap(
     ]
     .map(String::from)
     .to_vec();
+    // A multi-get of the cell's count of keys; its periods count multi-gets, not keys.
+    let keys_per_get = match cell.op {
+        Op::GetMany => cell.pipeline,
+        _ => 1,
+    };
+    if keys_per_get > 1 {
+        args.push(format!("--division={keys_per_get}"));
+    }
     let mut per_op = Vec::new();
     for _ in 0..runs(mode) {
         let stdout = run_tool("memcaslap", "libmemcached-tools", cpu, &args)?;
         let tps = parse_memaslap(&stdout, cell.op)?;
-        per_op.push(1e9 / tps);
+        per_op.push(1e9 / (tps * keys_per_get as f64));
     }
     let wall = results::wall_of(&per_op).context("memaslap made no run")?;
     let config_text = format!(
@@ -303,7 +414,7 @@ fn path_str(path: &Path) -> Result<&str> {
 /// The median TPS of memaslap's one-second `Period` lines for the cell's command (its `Get
 /// Statistics` or `Set Statistics` blocks), leaving out the first period (preloading).
 pub fn parse_memaslap(output: &str, op: Op) -> Result<f64> {
-    let block = if op == Op::Get {
+    let block = if matches!(op, Op::Get | Op::GetMany) {
         "Get Statistics"
     } else {
         "Set Statistics"
@@ -365,7 +476,7 @@ pub fn parse_csv(csv: &str) -> Result<(f64, Latency)> {
 /// The bytes a request of `w` puts on the wire from the client the floor is measured with
 /// (`raw-tcp`/`raw-unix` for Redis, `memcached-text` for memcached), and the reply a real server
 /// would send.
-fn floor_exchange(w: &Workload) -> (usize, Vec<u8>) {
+fn floor_exchange(w: &Workload) -> Result<(usize, Vec<u8>)> {
     let mut request = Vec::new();
     let mut reply = Vec::new();
     let ttl = SET_EX_TTL.to_string();
@@ -376,7 +487,7 @@ fn floor_exchange(w: &Workload) -> (usize, Vec<u8>) {
                 Op::Get | Op::GetMiss => vec![b"GET", &w.key],
                 Op::Set => vec![b"SET", &w.key, &w.value],
                 Op::SetEx => vec![b"SET", &w.key, &w.value, b"EX", ttl.as_bytes()],
-                Op::PipelineSet => unreachable!("no floor for pipelines"),
+                _ => bail!("the loopback floor has no {} exchange", w.cell.op),
             };
             kvbench_resp::encode_command(&mut request, &args);
             match w.cell.op {
@@ -406,7 +517,7 @@ fn floor_exchange(w: &Workload) -> (usize, Vec<u8>) {
                     request.extend_from_slice(&w.value);
                     request.extend_from_slice(b"\r\n");
                 }
-                Op::PipelineSet => unreachable!("no floor for pipelines"),
+                _ => bail!("the loopback floor has no {} exchange", w.cell.op),
             }
             match w.cell.op {
                 Op::Get => {
@@ -421,7 +532,7 @@ fn floor_exchange(w: &Workload) -> (usize, Vec<u8>) {
             }
         }
     }
-    (request.len(), reply)
+    Ok((request.len(), reply))
 }
 
 /// A server that reads exactly one request's worth of bytes and answers a canned reply, on
@@ -458,7 +569,7 @@ impl LoopbackFloor {
         cpu: Option<usize>,
         dir: &Path,
     ) -> Result<LoopbackFloor> {
-        let (request_len, reply) = floor_exchange(w);
+        let (request_len, reply) = floor_exchange(w)?;
         let pin = move || {
             if let Some(cpu) = cpu {
                 let _ = kvbench_servers::pin_current_thread(cpu);
@@ -567,6 +678,62 @@ mod tests {
             concurrency: 256,
             ..cell
         }));
+    }
+
+    #[test]
+    fn a_long_command_line_shows_its_ends_and_how_much_is_left_out() {
+        let mut args: Vec<String> = ["-h", "127.0.0.1", "-n", "100", "MGET"]
+            .map(String::from)
+            .to_vec();
+        args.extend((0..100).map(|i| format!("many:3:{i}")));
+        let shown = command_line("redis-benchmark", Some(1), &args);
+        assert!(
+            shown.starts_with("taskset -c 1 redis-benchmark -h 127.0.0.1 -n 100 MGET many:3:0 "),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with(" … 87 more arguments … many:3:98 many:3:99"),
+            "{shown}"
+        );
+        let value = "x".repeat(2048);
+        assert_eq!(
+            command_line("redis-benchmark", None, &["SET".into(), value]),
+            "redis-benchmark SET <2048 bytes>"
+        );
+    }
+
+    #[test]
+    fn memaslap_reads_many_keys_in_one_multi_get_only() {
+        let cell = Cell {
+            backend: Backend::Memcached,
+            op: Op::GetMany,
+            value_size: 3,
+            pipeline: 100,
+            transport: Transport::Tcp,
+            concurrency: 1,
+        };
+        assert!(memaslap_serves(&cell));
+        let pipelined = Cell {
+            op: Op::GetManyPipelined,
+            ..cell
+        };
+        assert!(
+            !memaslap_serves(&pipelined),
+            "memaslap has no pipelined GETs"
+        );
+        let transaction = Cell {
+            backend: Backend::Redis,
+            op: Op::TransactionMulti,
+            ..cell
+        };
+        assert!(redis_benchmark_cannot(&transaction).is_some());
+        assert!(
+            redis_benchmark_cannot(&Cell {
+                op: Op::TransactionPipeline,
+                ..transaction
+            })
+            .is_none()
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use tokio::task::LocalSet;
 use serde::{Deserialize, Serialize};
 
 use crate::costs::{self, CountingAllocator};
-use crate::drivers::{self, Workload};
+use crate::drivers::{self, Args, Workload};
 use crate::matrix::{Cell, Op};
 
 /// How the callers run.
@@ -214,7 +214,7 @@ fn threads_round(
                     // before the thread that released them does.
                     let start = Instant::now();
                     let outcome = caller_loop(
-                        || drivers::run_sync(client.as_mut(), w, &[]),
+                        || drivers::run_sync(client.as_mut(), w, &Args::default()),
                         n,
                         record,
                         latencies,
@@ -277,7 +277,8 @@ fn tasks_round(
                     let mut outcome = Ok(());
                     for _ in 0..n {
                         let start = Instant::now();
-                        if let Err(err) = drivers::run_async(handle.as_mut(), &w, &[]).await {
+                        let args = Args::default();
+                        if let Err(err) = drivers::run_async(handle.as_mut(), &w, &args).await {
                             outcome = Err(err);
                             break;
                         }
@@ -412,6 +413,8 @@ pub fn run_memory_probe(json: &str, clients: &[ClientSpec]) -> std::result::Resu
         cell,
         key: probe.key,
         value: probe.value,
+        names: Vec::new(),
+        values: Vec::new(),
     };
     let before = costs::reset_peak_rss().ok_or("cannot reset the peak resident memory")?;
     let callers = Callers::connect(spec, &endpoint, &Options::default(), probe.callers, &w)

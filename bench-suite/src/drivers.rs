@@ -15,15 +15,40 @@ use crate::matrix::{Cell, Op, SET_EX_TTL};
 pub struct Workload {
     /// The cell.
     pub cell: Cell,
-    /// The key every operation uses (with the run prefix on an external server).
+    /// The key every operation uses (with the run prefix on an external server): the counter
+    /// of INCR, the hash of the hash cell.
     pub key: Vec<u8>,
-    /// The value a GET expects or a SET writes.
+    /// The value a GET expects or a SET writes; the counter's start (`0`).
     pub value: Vec<u8>,
+    /// The items of a cell of many distinct items, one per item of a call: the keys of
+    /// `get_many` and the transactions (with the run prefix), the fields of the hash. Empty
+    /// elsewhere.
+    pub names: Vec<Vec<u8>>,
+    /// Their values, each of the cell's size and different from the others, so that a value
+    /// read back under the wrong key is caught.
+    pub values: Vec<Vec<u8>>,
 }
 
 impl Workload {
     /// The workload of `cell`; keys are built with `key` (the servers' run prefix).
     pub fn new(cell: Cell, key: impl Fn(&[u8]) -> Vec<u8>) -> Workload {
+        let size = cell.value_size;
+        // Keys on the server carry the run prefix; a hash's fields live inside its (prefixed)
+        // key and need none of their own.
+        let (item, prefixed) = match cell.op {
+            Op::GetMany | Op::GetManyPipelined => (format!("many:{size}"), true),
+            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
+                ("txn".to_string(), true)
+            }
+            Op::Hash => ("field".to_string(), false),
+            _ => (String::new(), false),
+        };
+        let count = if item.is_empty() { 0 } else { cell.pipeline };
+        let names: Vec<Vec<u8>> = (0..count)
+            .map(|i| format!("{item}:{i}").into_bytes())
+            .map(|name| if prefixed { key(&name) } else { name })
+            .collect();
+        let values: Vec<Vec<u8>> = (0..count).map(|i| item_value(size, i)).collect();
         let (name, value) = match cell.op {
             // The seed of the original benchmarks: foo = bar.
             Op::Get if cell.value_size == 3 => (b"foo".to_vec(), b"bar".to_vec()),
@@ -41,19 +66,66 @@ impl Workload {
                 value(cell.value_size),
             ),
             Op::PipelineSet => (b"foo".to_vec(), b"bar".to_vec()),
+            Op::Incr => (b"counter".to_vec(), b"0".to_vec()),
+            Op::Hash => (b"hash".to_vec(), Vec::new()),
+            // Every operation of these is on `names`.
+            Op::GetMany | Op::GetManyPipelined => (format!("many:{size}").into_bytes(), Vec::new()),
+            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
+                (b"txn".to_vec(), Vec::new())
+            }
         };
         Workload {
             cell,
             key: key(&name),
             value,
+            names,
+            values,
         }
     }
 
-    /// The items of one pipelined call: `pipeline` times (key, value).
-    pub fn items(&self) -> Vec<(&[u8], &[u8])> {
-        match self.cell.op {
+    /// The arguments of one call, borrowed from the workload once, so that the timed loop
+    /// builds nothing.
+    pub fn args(&self) -> Args<'_> {
+        let items = match self.cell.op {
             Op::PipelineSet => vec![(&self.key[..], &self.value[..]); self.cell.pipeline],
-            _ => Vec::new(),
+            _ => (self.names.iter())
+                .zip(&self.values)
+                .map(|(name, value)| (&name[..], &value[..]))
+                .collect(),
+        };
+        Args {
+            items,
+            keys: self.names.iter().map(Vec::as_slice).collect(),
+        }
+    }
+
+    /// Every key the cell writes or reads on the server: its key and its items' (not the hash's
+    /// fields, which are inside its key).
+    pub fn server_keys(&self) -> Vec<Vec<u8>> {
+        let mut keys = vec![self.key.clone()];
+        if self.cell.op != Op::Hash {
+            keys.extend(self.names.iter().cloned());
+        }
+        keys
+    }
+}
+
+/// One call's arguments: (key or field, value) pairs for `set_many`, the transactions and
+/// `hset_many`; keys for `get_many`. Empty for single operations.
+#[derive(Default)]
+pub struct Args<'a> {
+    /// The items written.
+    pub items: Vec<(&'a [u8], &'a [u8])>,
+    /// The keys read.
+    pub keys: Vec<&'a [u8]>,
+}
+
+impl Args<'_> {
+    /// The first `n` items only (a client without pipelining in a deep pipeline's time budget).
+    pub fn first(&self, n: usize) -> Args<'_> {
+        Args {
+            items: self.items[..n.min(self.items.len())].to_vec(),
+            keys: self.keys[..n.min(self.keys.len())].to_vec(),
         }
     }
 }
@@ -64,6 +136,16 @@ fn value(len: usize) -> Vec<u8> {
     } else {
         kvbench_conformance::patterned_value(len)
     }
+}
+
+/// Item `i`'s value of `len` bytes (at least 3): the cell's value with `i` written over its
+/// first bytes (`000`, `001`, …), so that no two items of a call hold the same value.
+fn item_value(len: usize, i: usize) -> Vec<u8> {
+    let mut value = value(len);
+    let tag = format!("{i:03}");
+    let end = tag.len().min(value.len());
+    value[..end].copy_from_slice(&tag.as_bytes()[..end]);
+    value
 }
 
 /// A GET that answers with the wrong length is a wrong client, even inside the timed loop.
@@ -83,39 +165,103 @@ fn check_hit(got: Option<Vec<u8>>, want: usize) -> Result<()> {
     }
 }
 
+/// Every key of a `get_many` must come back with a value of the cell's size, in a list as long
+/// as the keys.
+fn check_hits(got: Vec<Option<Vec<u8>>>, keys: usize, want: usize) -> Result<()> {
+    if got.len() != keys {
+        return Err(Error::Protocol(format!(
+            "get_many of {keys} keys returned {} values",
+            got.len()
+        )));
+    }
+    got.into_iter().try_for_each(|value| check_hit(value, want))
+}
+
+/// A counter that only ever grows from 0 is positive after an INCR.
+fn check_counter(value: i64) -> Result<()> {
+    match value {
+        1.. => Ok(()),
+        _ => Err(Error::Protocol(format!(
+            "INCR of a counter that starts at 0 returned {value}"
+        ))),
+    }
+}
+
+/// HGETALL of the hash just written must return every field.
+fn check_fields(got: Vec<(Vec<u8>, Vec<u8>)>, fields: usize) -> Result<()> {
+    if got.len() != fields {
+        return Err(Error::Protocol(format!(
+            "HGETALL after HSET of {fields} fields returned {}",
+            got.len()
+        )));
+    }
+    black_box(got);
+    Ok(())
+}
+
+fn miss(got: Option<Vec<u8>>) -> Result<()> {
+    match got {
+        None => Ok(()),
+        Some(_) => Err(Error::Protocol(
+            "GET of a missing key returned a value".into(),
+        )),
+    }
+}
+
 /// The timed operation, through the synchronous contract.
-pub fn run_sync(client: &mut dyn Client, w: &Workload, items: &[(&[u8], &[u8])]) -> Result<()> {
+pub fn run_sync(client: &mut dyn Client, w: &Workload, args: &Args) -> Result<()> {
+    let size = w.cell.value_size;
     match w.cell.op {
         Op::Get => check_hit(client.get(&w.key)?, w.value.len()),
-        Op::GetMiss => match client.get(&w.key)? {
-            None => Ok(()),
-            Some(_) => Err(Error::Protocol(
-                "GET of a missing key returned a value".into(),
-            )),
-        },
+        Op::GetMiss => miss(client.get(&w.key)?),
         Op::Set => client.set(&w.key, &w.value),
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL),
-        Op::PipelineSet => client.set_many(items),
+        Op::PipelineSet | Op::TransactionPipeline => client.set_many(&args.items),
+        Op::Incr => check_counter(client.incr(&w.key)?),
+        Op::GetMany => check_hits(client.get_many(&args.keys)?, args.keys.len(), size),
+        Op::GetManyPipelined => check_hits(
+            client.get_many_pipelined(&args.keys)?,
+            args.keys.len(),
+            size,
+        ),
+        Op::Hash => {
+            client.hset_many(&w.key, &args.items)?;
+            check_fields(client.hgetall(&w.key)?, args.items.len())
+        }
+        Op::TransactionPlain => {
+            (args.items.iter()).try_for_each(|(key, value)| client.set(key, value))
+        }
+        Op::TransactionMulti => client.transaction(&args.items),
     }
 }
 
 /// The timed operation, natively async.
-pub async fn run_async(
-    client: &mut dyn AsyncClient,
-    w: &Workload,
-    items: &[(&[u8], &[u8])],
-) -> Result<()> {
+pub async fn run_async(client: &mut dyn AsyncClient, w: &Workload, args: &Args<'_>) -> Result<()> {
+    let size = w.cell.value_size;
     match w.cell.op {
         Op::Get => check_hit(client.get(&w.key).await?, w.value.len()),
-        Op::GetMiss => match client.get(&w.key).await? {
-            None => Ok(()),
-            Some(_) => Err(Error::Protocol(
-                "GET of a missing key returned a value".into(),
-            )),
-        },
+        Op::GetMiss => miss(client.get(&w.key).await?),
         Op::Set => client.set(&w.key, &w.value).await,
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL).await,
-        Op::PipelineSet => client.set_many(items).await,
+        Op::PipelineSet | Op::TransactionPipeline => client.set_many(&args.items).await,
+        Op::Incr => check_counter(client.incr(&w.key).await?),
+        Op::GetMany => check_hits(client.get_many(&args.keys).await?, args.keys.len(), size),
+        Op::GetManyPipelined => check_hits(
+            client.get_many_pipelined(&args.keys).await?,
+            args.keys.len(),
+            size,
+        ),
+        Op::Hash => {
+            client.hset_many(&w.key, &args.items).await?;
+            check_fields(client.hgetall(&w.key).await?, args.items.len())
+        }
+        Op::TransactionPlain => {
+            for (key, value) in &args.items {
+                client.set(key, value).await?;
+            }
+            Ok(())
+        }
+        Op::TransactionMulti => client.transaction(&args.items).await,
     }
 }
 
@@ -172,7 +318,7 @@ impl Driver {
     pub fn run_n(
         &mut self,
         w: &Workload,
-        items: &[(&[u8], &[u8])],
+        args: &Args,
         n: u64,
         each: &mut dyn FnMut(Duration),
     ) -> Result<()> {
@@ -180,7 +326,7 @@ impl Driver {
             Driver::Sync(client) => {
                 for _ in 0..n {
                     let start = Instant::now();
-                    run_sync(client.as_mut(), w, items)?;
+                    run_sync(client.as_mut(), w, args)?;
                     each(start.elapsed());
                 }
                 Ok(())
@@ -191,7 +337,7 @@ impl Driver {
             }) => runtime.block_on(async {
                 for _ in 0..n {
                     let start = Instant::now();
-                    run_async(&mut **client, w, items).await?;
+                    run_async(&mut **client, w, args).await?;
                     each(start.elapsed());
                 }
                 Ok(())
@@ -208,4 +354,55 @@ pub fn serves(spec: &ClientSpec, cell: &Cell) -> bool {
 /// True for memcached cells (they have no TTL command to verify SET EX with).
 pub fn is_memcached(cell: &Cell) -> bool {
     cell.backend == Backend::Memcached
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{BATCH, full_matrix};
+
+    fn workload(id: &str) -> Workload {
+        let cell = full_matrix(&[])
+            .into_iter()
+            .find(|cell| cell.id() == id)
+            .unwrap();
+        Workload::new(cell, |key| [b"run:", key].concat())
+    }
+
+    #[test]
+    fn a_cell_of_many_items_has_distinct_prefixed_keys_and_values_of_its_size() {
+        let w = workload("memcached/get_many/100/2KiB/tcp");
+        let args = w.args();
+        assert_eq!((args.keys.len(), args.items.len()), (BATCH, BATCH));
+        let distinct =
+            |list: &[Vec<u8>]| list.iter().collect::<std::collections::HashSet<_>>().len();
+        assert_eq!(distinct(&w.names), BATCH);
+        assert_eq!(distinct(&w.values), BATCH);
+        assert!(w.names.iter().all(|key| key.starts_with(b"run:many:2048:")));
+        assert!(w.values.iter().all(|value| value.len() == 2048));
+        assert_eq!(w.server_keys().len(), BATCH + 1);
+
+        let w = workload("redis/transaction_multi/100/tcp");
+        assert_eq!(&w.values[7], b"007");
+        assert!(w.names[7].starts_with(b"run:txn:"));
+        // A hash's fields are inside its prefixed key: only the key is the server's.
+        let w = workload("redis/hash/100/unix");
+        assert_eq!(&w.names[0], b"field:0");
+        assert_eq!(w.server_keys(), [b"run:hash".to_vec()]);
+        assert_eq!(w.args().first(10).items.len(), 10);
+    }
+
+    #[test]
+    fn a_single_operation_has_no_items() {
+        let w = workload("redis/incr/counter/tcp");
+        assert_eq!(
+            (w.key.as_slice(), w.value.as_slice()),
+            (&b"run:counter"[..], &b"0"[..])
+        );
+        assert!(w.args().items.is_empty() && w.args().keys.is_empty());
+        assert_eq!(
+            workload("redis/pipeline_set/1000/tcp").args().items.len(),
+            1000
+        );
+    }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use kvbench_core::{Backend, Transport};
+use kvbench_core::{Backend, Operation, Transport};
 
 pub use kvbench_results::Op;
 
@@ -18,9 +18,11 @@ pub struct Cell {
     pub backend: Backend,
     /// What is measured.
     pub op: Op,
-    /// Value size in bytes (3 for `bar`).
+    /// Value size in bytes (3 for `bar`); 0 where the cell has no value of its own (a miss, a
+    /// counter).
     pub value_size: usize,
-    /// Commands per `set_many` call; 1 outside pipelines.
+    /// Items per call: commands per `set_many` of a pipeline, keys of a `get_many`, fields of
+    /// a hash, SETs of a transaction; 1 for single operations. Throughput counts items.
     pub pipeline: usize,
     /// TCP or Unix socket.
     pub transport: Transport,
@@ -39,12 +41,21 @@ pub fn size_label(bytes: usize) -> String {
 }
 
 impl Cell {
-    /// Group id, for example `redis/get/3B/unix` or `memcached/pipeline_set/100000/tcp`.
+    /// Group id, for example `redis/get/3B/unix`, `memcached/pipeline_set/100000/tcp`,
+    /// `redis/incr/counter/tcp`, `memcached/get_many/100/2KiB/tcp` or
+    /// `redis/transaction_multi/100/unix`.
     pub fn id(&self) -> String {
         let size = match self.op {
-            Op::PipelineSet => self.pipeline.to_string(),
+            Op::PipelineSet | Op::Hash => self.pipeline.to_string(),
+            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
+                self.pipeline.to_string()
+            }
+            Op::GetMany | Op::GetManyPipelined => {
+                format!("{}/{}", self.pipeline, size_label(self.value_size))
+            }
             Op::GetMiss => "none".to_string(),
-            _ => size_label(self.value_size),
+            Op::Incr => "counter".to_string(),
+            Op::Get | Op::Set | Op::SetEx => size_label(self.value_size),
         };
         let id = format!(
             "{}/{}/{size}/{}",
@@ -64,9 +75,31 @@ impl Cell {
         (self.pipeline * self.concurrency) as u64
     }
 
-    /// Request/response cells get latency percentiles; pipelines do not.
+    /// Request/response cells (one item per call) get latency percentiles; cells of many items
+    /// per call do not (a call's time is not an item's).
     pub fn is_request_response(&self) -> bool {
-        self.op != Op::PipelineSet
+        self.pipeline == 1
+    }
+
+    /// Whether the loopback floor is measured in this cell: one caller, and one of the
+    /// operations whose exact request and reply the floor knows (GET, SET, SET EX).
+    pub fn has_floor(&self) -> bool {
+        self.concurrency == 1 && matches!(self.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx)
+    }
+
+    /// The optional operation of the contract a client must implement to serve this cell
+    /// ([`kvbench_core::ClientSpec::implements`]); `None` when every client can.
+    pub fn operation(&self) -> Option<Operation> {
+        match self.op {
+            Op::Incr => Some(Operation::Incr),
+            Op::GetMany => Some(Operation::GetMany),
+            Op::Hash => Some(Operation::Hash),
+            Op::TransactionMulti => Some(Operation::Transaction),
+            // The pipelined GETs and both other ways of the transaction cells go through
+            // methods every client has (`get_many_pipelined`, `set`, `set_many`).
+            Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet => None,
+            Op::GetManyPipelined | Op::TransactionPlain | Op::TransactionPipeline => None,
+        }
     }
 }
 
@@ -79,9 +112,16 @@ impl fmt::Display for Cell {
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
+/// Items per call of the cells of many items (`get_many`, `hash`, the transactions).
+pub const BATCH: usize = 100;
+
 fn cells_for(ops: &[(Op, usize, usize)]) -> Vec<Cell> {
+    cells_on(&[Backend::Redis, Backend::Memcached], ops)
+}
+
+fn cells_on(backends: &[Backend], ops: &[(Op, usize, usize)]) -> Vec<Cell> {
     let mut cells = Vec::new();
-    for backend in [Backend::Redis, Backend::Memcached] {
+    for &backend in backends {
         for &(op, value_size, pipeline) in ops {
             for &transport in Transport::ALL {
                 cells.push(Cell {
@@ -112,8 +152,32 @@ fn concurrency_cells(ops: &[(Op, usize)], callers: &[usize]) -> Vec<Cell> {
     cells
 }
 
+/// The transaction cells' three ways of writing the same [`BATCH`] SETs.
+const TRANSACTIONS: [(Op, usize, usize); 3] = [
+    (Op::TransactionPlain, 3, BATCH),
+    (Op::TransactionMulti, 3, BATCH),
+    (Op::TransactionPipeline, 3, BATCH),
+];
+
+/// The cells of the contract's optional operations, TCP and Unix: INCR and [`BATCH`] keys read
+/// both ways (one command, pipelined GETs) at 3 B and 2 KiB on Redis and memcached; a hash of
+/// [`BATCH`] fields and the three ways of a transaction on Redis, which alone has them.
+fn operation_cells() -> Vec<Cell> {
+    let mut cells = cells_for(&[
+        (Op::Incr, 0, 1),
+        (Op::GetMany, 3, BATCH),
+        (Op::GetManyPipelined, 3, BATCH),
+        (Op::GetMany, 2 * KIB, BATCH),
+        (Op::GetManyPipelined, 2 * KIB, BATCH),
+    ]);
+    cells.extend(cells_on(&[Backend::Redis], &[(Op::Hash, 3, BATCH)]));
+    cells.extend(cells_on(&[Backend::Redis], &TRANSACTIONS));
+    cells
+}
+
 /// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
-/// pipelined SET at depths 1,000 / 100,000 / 1,000,000; then GET 3 B and SET 3 B with each
+/// pipelined SET at depths 1,000 / 100,000 / 1,000,000; the optional operations (INCR,
+/// `get_many` both ways, hash, transaction three ways); then GET 3 B and SET 3 B with each
 /// number of `callers` in flight; TCP and Unix; Redis and memcached.
 pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
@@ -129,12 +193,14 @@ pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
         (Op::PipelineSet, 3, 100_000),
         (Op::PipelineSet, 3, 1_000_000),
     ]);
+    cells.extend(operation_cells());
     cells.extend(concurrency_cells(&[(Op::Get, 3), (Op::Set, 3)], callers));
     cells
 }
 
 /// The representative subset: GET 3 B, GET 1 MiB, GET miss, SET EX 100 KiB, pipeline 100,000;
-/// then GET 3 B with each number of `callers` in flight.
+/// over TCP, `get_many` of [`BATCH`] keys of 3 B both ways and Redis's three ways of a
+/// transaction; then GET 3 B with each number of `callers` in flight.
 pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
         (Op::Get, 3, 1),
@@ -143,8 +209,64 @@ pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
         (Op::SetEx, 100 * KIB, 1),
         (Op::PipelineSet, 3, 100_000),
     ]);
+    let tcp = |cell: &Cell| cell.transport == Transport::Tcp;
+    cells.extend(
+        cells_for(&[(Op::GetMany, 3, BATCH), (Op::GetManyPipelined, 3, BATCH)])
+            .into_iter()
+            .filter(tcp),
+    );
+    cells.extend(
+        cells_on(&[Backend::Redis], &TRANSACTIONS)
+            .into_iter()
+            .filter(tcp),
+    );
     cells.extend(concurrency_cells(&[(Op::Get, 3)], callers));
     cells
+}
+
+/// The optional operations' cells a smoke run keeps (see [`smoke_matrix`]): each operation at
+/// least once, on both backends where both have it, over both transports between them.
+const SMOKE_OPERATION_CELLS: &[&str] = &[
+    "redis/incr/counter/tcp",
+    "memcached/incr/counter/unix",
+    "redis/get_many/100/3B/unix",
+    "memcached/get_many/100/2KiB/tcp",
+    "redis/get_many_pipelined/100/2KiB/tcp",
+    "memcached/get_many_pipelined/100/3B/unix",
+    "redis/hash/100/unix",
+    "redis/transaction_plain/100/tcp",
+    "redis/transaction_multi/100/unix",
+    "redis/transaction_pipeline/100/tcp",
+];
+
+/// The smoke run's cells (`cargo test --bench matrix`, part of `make test`): the full matrix,
+/// but of the optional operations' cells only [`SMOKE_OPERATION_CELLS`]. Their other cells run
+/// the same code with another size, transport or backend, and each costs the smoke a few
+/// seconds (a fresh server, every client's connection, a baseline tool's run).
+pub fn smoke_matrix(callers: &[usize]) -> Vec<Cell> {
+    let kept = |cell: &Cell| {
+        !is_operation_cell(cell) || SMOKE_OPERATION_CELLS.contains(&cell.id().as_str())
+    };
+    full_matrix(callers).into_iter().filter(kept).collect()
+}
+
+/// Whether `cell` is one of [`operation_cells`].
+fn is_operation_cell(cell: &Cell) -> bool {
+    !matches!(
+        cell.op,
+        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet
+    )
+}
+
+/// Which cells a run covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matrix {
+    /// [`full_matrix`]: `MODE=full`, and a timed run without `MODE`.
+    Full,
+    /// [`quick_matrix`]: `MODE=quick`.
+    Quick,
+    /// [`smoke_matrix`]: a `--test` run without `MODE`.
+    Smoke,
 }
 
 /// How much of the matrix a run covers, and with what criterion settings.
@@ -362,8 +484,9 @@ pub struct Settings {
     pub repeat_cells: Vec<String>,
     /// `ORDER_SEED`: seed of the client order within each cell (default: from the clock).
     pub order_seed: u64,
-    /// `MODE=quick`: the quick subset of cells, also in a `--test` run.
-    pub quick_cells: bool,
+    /// The cells it covers: `MODE=quick` the quick subset, `MODE=full` every cell, also in a
+    /// `--test` run; a `--test` run without `MODE` the smoke subset.
+    pub matrix: Matrix,
     /// `CONCURRENCY=1,16,256`: callers in flight of the concurrency cells (levels above one;
     /// default: the mode's).
     pub concurrency: Vec<usize>,
@@ -423,7 +546,11 @@ impl Settings {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
         };
-        let quick_cells = var("MODE").as_deref() == Some("quick");
+        let matrix = match (var("MODE").as_deref(), mode) {
+            (Some("quick"), _) => Matrix::Quick,
+            (None, Mode::Test) => Matrix::Smoke,
+            _ => Matrix::Full,
+        };
         let concurrency = match var("CONCURRENCY") {
             None => mode.policy().concurrency.to_vec(),
             Some(value) => parse_concurrency(&value)?,
@@ -440,7 +567,7 @@ impl Settings {
             repeat,
             repeat_cells: list(var("REPEAT_CELLS")),
             order_seed,
-            quick_cells,
+            matrix,
             concurrency,
             #[cfg(feature = "fault-injection")]
             stop_server_at,
@@ -449,10 +576,10 @@ impl Settings {
 
     /// The cells this run covers.
     pub fn cells(&self) -> Vec<Cell> {
-        let all = if self.quick_cells {
-            quick_matrix(&self.concurrency)
-        } else {
-            full_matrix(&self.concurrency)
+        let all = match self.matrix {
+            Matrix::Full => full_matrix(&self.concurrency),
+            Matrix::Quick => quick_matrix(&self.concurrency),
+            Matrix::Smoke => smoke_matrix(&self.concurrency),
         };
         all.into_iter()
             .filter(|cell| {
@@ -527,9 +654,34 @@ mod tests {
     #[test]
     fn cell_ids_are_unique_and_readable() {
         let cells = full_matrix(FULL.concurrency);
-        assert_eq!(cells.len(), 44 + 16);
+        // 28 cells of the optional operations: INCR and get_many (two ways, two sizes) on both
+        // backends, the hash and three transaction ways on Redis; each over TCP and Unix.
+        assert_eq!(cells.len(), 44 + 28 + 16);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
+        for id in [
+            "redis/incr/counter/tcp",
+            "memcached/get_many/100/2KiB/unix",
+            "redis/get_many_pipelined/100/3B/tcp",
+            "redis/hash/100/unix",
+            "redis/transaction_plain/100/tcp",
+            "redis/transaction_multi/100/tcp",
+            "redis/transaction_pipeline/100/unix",
+        ] {
+            assert!(ids.contains(id), "{id}");
+        }
+        assert!(
+            !ids.iter()
+                .any(|id| id.starts_with("memcached/hash")
+                    || id.starts_with("memcached/transaction"))
+        );
+        let batch = cells.iter().find(|c| c.op == Op::GetMany).unwrap();
+        assert_eq!(
+            batch.ops_per_iteration(),
+            BATCH as u64,
+            "throughput counts keys"
+        );
+        assert!(!batch.is_request_response());
         assert!(ids.contains("redis/get/3B/unix"));
         assert!(ids.contains("memcached/pipeline_set/1000000/tcp"));
         assert!(ids.contains("redis/get/1MiB/tcp"));
@@ -557,8 +709,30 @@ mod tests {
     fn quick_matrix_is_a_subset() {
         let full = full_matrix(&[16, 256]);
         let quick = quick_matrix(&[256]);
-        assert_eq!(quick.len(), 20 + 4);
+        assert_eq!(quick.len(), 20 + 7 + 4);
         assert!(quick.iter().all(|cell| full.contains(cell)));
+    }
+
+    #[test]
+    fn the_smoke_runs_each_optional_operation_without_all_its_cells() {
+        let full = full_matrix(&[256]);
+        let smoke = smoke_matrix(&[256]);
+        let ids: Vec<String> = smoke.iter().map(Cell::id).collect();
+        assert_eq!(smoke.len(), 44 + SMOKE_OPERATION_CELLS.len() + 8);
+        for id in SMOKE_OPERATION_CELLS {
+            assert!(ids.iter().any(|cell| cell == id), "{id} is not a cell");
+        }
+        let ops: std::collections::BTreeSet<Op> = smoke.iter().map(|cell| cell.op).collect();
+        let every: std::collections::BTreeSet<Op> = full.iter().map(|cell| cell.op).collect();
+        assert_eq!(ops, every, "every operation is smoked");
+        for backend in [Backend::Redis, Backend::Memcached] {
+            for op in [Op::Incr, Op::GetMany, Op::GetManyPipelined] {
+                assert!(
+                    smoke.iter().any(|c| c.op == op && c.backend == backend),
+                    "{op} on {backend}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -572,7 +746,7 @@ mod tests {
             repeat: 3,
             repeat_cells: vec!["get/3B".into(), "pipeline_set+100000".into()],
             order_seed: 1,
-            quick_cells: true,
+            matrix: Matrix::Quick,
             concurrency: vec![256],
             #[cfg(feature = "fault-injection")]
             stop_server_at: None,
@@ -590,6 +764,11 @@ mod tests {
                 "1 redis/get_miss/none/tcp",
                 "1 redis/set_ex/100KiB/tcp",
                 "1 redis/pipeline_set/100000/tcp",
+                "1 redis/get_many/100/3B/tcp",
+                "1 redis/get_many_pipelined/100/3B/tcp",
+                "1 redis/transaction_plain/100/tcp",
+                "1 redis/transaction_multi/100/tcp",
+                "1 redis/transaction_pipeline/100/tcp",
                 "1 redis/get/3B/tcp/c256",
                 "2 redis/get/3B/tcp",
                 "2 redis/pipeline_set/100000/tcp",

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use crate::baselines::{self, LoopbackFloor};
 use crate::callers::{self, Callers};
 use crate::costs::{self, SyscallCounter};
-use crate::drivers::{self, Driver, Workload};
+use crate::drivers::{self, Args, Driver, Workload};
 use crate::environment;
-use crate::matrix::{Cell, Mode, Op, Settings};
+use crate::matrix::{Cell, Matrix, Mode, Op, Settings};
 use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
 use anyhow::{Context, Result};
@@ -60,6 +60,8 @@ fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
     let calls: u64 = match cell.op {
         Op::PipelineSet if cell.pipeline >= 100_000 => 1,
         Op::PipelineSet => 100,
+        // A hundred items a call (get_many, hash, transactions).
+        _ if cell.pipeline > 1 => 500,
         _ if cell.value_size >= 1 << 20 => 200,
         _ if cell.value_size >= 100 << 10 => 1_000,
         _ => 5_000,
@@ -181,7 +183,7 @@ fn time_driver(
     name: &str,
     driver: &mut Driver,
     w: &Workload,
-    items: &[(&[u8], &[u8])],
+    args: &Args,
 ) -> Option<kvbench_core::Error> {
     // An error inside the timed loop is kept and stops the work; the row is then marked failed.
     let failure = std::cell::RefCell::new(None);
@@ -190,7 +192,7 @@ fn time_driver(
             group.bench_function(name, |b| {
                 b.iter(|| {
                     if failure.borrow().is_none()
-                        && let Err(err) = drivers::run_sync(client.as_mut(), w, items)
+                        && let Err(err) = drivers::run_sync(client.as_mut(), w, args)
                     {
                         *failure.borrow_mut() = Some(err);
                     }
@@ -210,7 +212,7 @@ fn time_driver(
                             if failure.borrow().is_some() {
                                 break;
                             }
-                            if let Err(err) = drivers::run_async(&mut ***client, w, items).await {
+                            if let Err(err) = drivers::run_async(&mut ***client, w, args).await {
                                 *failure.borrow_mut() = Some(err);
                             }
                         }
@@ -230,7 +232,7 @@ fn with_cost_pass(
     row: Row,
     driver: &mut Driver,
     w: &Workload,
-    items: &[(&[u8], &[u8])],
+    args: &Args,
     call_took: Duration,
     slow: bool,
 ) -> Row {
@@ -255,7 +257,7 @@ fn with_cost_pass(
         (calls, calls.div_ceil(10)),
         w.cell.ops_per_iteration(),
         w.cell.is_request_response(),
-        |n, each| driver.run_n(w, items, n, each),
+        |n, each| driver.run_n(w, args, n, each),
     );
     match outcome {
         Ok(costs) => row.with_costs(&costs),
@@ -330,13 +332,13 @@ fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Durat
     Timing::Criterion
 }
 
-/// Times `calls` calls of `items` one by one; the costs are measured over the same calls.
+/// Times `calls` calls of `args` one by one; the costs are measured over the same calls.
 fn single_shots(
     h: &Harness,
     row: Row,
     driver: &mut Driver,
     w: &Workload,
-    items: &[(&[u8], &[u8])],
+    args: &Args,
     calls: u64,
     why: &str,
 ) -> Row {
@@ -345,10 +347,10 @@ fn single_shots(
     let outcome = costs::measure(
         h.count_syscalls,
         (calls, 1),
-        items.len() as u64,
+        args.items.len() as u64,
         false,
         |n, each| {
-            driver.run_n(w, items, n, &mut |took| {
+            driver.run_n(w, args, n, &mut |took| {
                 durations.push(took);
                 each(took)
             })
@@ -358,7 +360,7 @@ fn single_shots(
         Ok(costs) => {
             let per_op: Vec<f64> = durations[..calls as usize]
                 .iter()
-                .map(|d| d.as_nanos() as f64 / items.len() as f64)
+                .map(|d| d.as_nanos() as f64 / args.items.len() as f64)
                 .collect();
             match results::wall_of(&per_op) {
                 Some(wall) => row.with_wall(wall, why).with_costs(&costs),
@@ -405,15 +407,27 @@ fn run_pair(
     spec: &ClientSpec,
     (endpoint, reference): (&kvbench_core::Endpoint, &mut Reference),
     w: &Workload,
-    items: &[(&[u8], &[u8])],
+    args: &Args,
 ) -> Row {
     let mut row = results::new_row(cell, spec.name, kind(spec));
     if let Some(reason) = spec.slow_round_trip
-        && (cell.op == Op::PipelineSet || cell.concurrency > 1)
+        && (cell.pipeline > 1 || cell.concurrency > 1)
     {
         return row.fail(
             Status::Unsupported,
             format!("not run: every round trip is slow by design ({reason})"),
+        );
+    }
+    // Listed, not left out: a reader sees which clients lack the operation.
+    if let Some(operation) = cell.operation()
+        && !spec.implements(operation)
+    {
+        return row.fail(
+            Status::Unsupported,
+            format!(
+                "not run: the client does not implement {} (not among its spec's operations)",
+                operation.name()
+            ),
         );
     }
     let sockets_before = callers::open_sockets();
@@ -447,7 +461,7 @@ fn run_pair(
     let slow = spec.slow_round_trip.is_some();
     match choose_timing(spec, w, h.settings.mode, verified_in) {
         Timing::SingleShots { calls, depth, why } => {
-            single_shots(h, row, &mut driver, w, &items[..depth], calls, &why)
+            single_shots(h, row, &mut driver, w, &args.first(depth), calls, &why)
         }
         Timing::Criterion => {
             if slow {
@@ -455,14 +469,14 @@ fn run_pair(
                 // sampling (the group's settings apply to the functions registered after them).
                 group.sample_size(10).sampling_mode(SamplingMode::Flat);
             }
-            let failure = time_driver(group, spec.name, &mut driver, w, items);
+            let failure = time_driver(group, spec.name, &mut driver, w, args);
             if slow {
                 configure_group(group, cell, h.settings.mode);
             }
             match failure {
                 Some(err) => row.fail(Status::Failed, pair_error(h, cell, "during timing", err)),
                 None if h.settings.mode == Mode::Test => {
-                    with_cost_pass(h, row, &mut driver, w, items, verified_in, slow)
+                    with_cost_pass(h, row, &mut driver, w, args, verified_in, slow)
                 }
                 None => match h.wall(
                     cell,
@@ -478,7 +492,7 @@ fn run_pair(
                         row.with_wall(wall, "criterion: median of the samples, its 95 % CI"),
                         &mut driver,
                         w,
-                        items,
+                        args,
                         verified_in,
                         slow,
                     ),
@@ -614,7 +628,7 @@ fn entries<'a>(h: &Harness, cell: &Cell, specs: &'a [ClientSpec]) -> Vec<Entry<'
         .map(Entry::Client)
         .collect();
     // The floor is one connection's: it has no many-caller form.
-    if cell.is_request_response() && cell.concurrency == 1 {
+    if cell.has_floor() {
         entries.push(Entry::Floor);
     }
     if cell.backend == Backend::Redis {
@@ -676,16 +690,17 @@ fn run_cell(
     };
     fresh_server(h, cell)?;
     let w = Workload::new(*cell, |key| h.servers.key(cell.backend, key));
-    let items = w.items();
+    let args = w.args();
     let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
     verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
 
     let mut group = criterion.benchmark_group(h.group_name(cell));
     // Throughput before any function is registered, or it applies to none.
-    group.throughput(match cell.op {
-        Op::PipelineSet => Throughput::Elements(cell.pipeline as u64),
-        _ if cell.value_size >= 1024 => Throughput::Bytes(cell.value_size as u64),
-        _ => Throughput::Elements(1),
+    // Cells of many items count items (commands, keys, fields, SETs), whatever their size, so
+    // that the ways of doing the same work compare per item.
+    group.throughput(match cell.pipeline {
+        1 if cell.value_size >= 1024 => Throughput::Bytes(cell.value_size as u64),
+        items => Throughput::Elements(items as u64),
     });
     configure_group(&mut group, cell, h.settings.mode);
 
@@ -699,10 +714,10 @@ fn run_cell(
                 spec,
                 (&endpoint, &mut reference),
                 &w,
-                &items,
+                &args,
             ),
             Entry::Floor => floor_row(h, &mut group, cell, &w, &bench_options()),
-            Entry::RedisBenchmark => redis_benchmark_row(h, cell, &endpoint, &mut reference),
+            Entry::RedisBenchmark => redis_benchmark_row(h, &w, &endpoint, &mut reference),
             Entry::Memaslap => memaslap_row(h, cell, &endpoint),
         };
         row.seconds = Some(started.elapsed().as_secs_f64());
@@ -710,13 +725,14 @@ fn run_cell(
     }
     group.finish();
 
-    // On someone else's server, leave nothing behind: the cell's key (every pipeline item uses
-    // it too) goes; verification already removed its own keys.
+    // On someone else's server, leave nothing behind: the cell's keys (every pipeline item uses
+    // its one key; a cell of many distinct items has them too) go; verification already removed
+    // its own keys.
     if h.servers.is_external(cell.backend) {
         reference
-            .delete_many(std::slice::from_ref(&w.key))
+            .delete_many(&w.server_keys())
             .map_err(anyhow::Error::msg)
-            .with_context(|| format!("removing {cell}'s key from the external server"))?;
+            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
     }
 
     if h.round == 1 {
@@ -754,13 +770,13 @@ fn tool_row(h: &Harness, cell: &Cell, tool: &str, run: impl FnOnce() -> Row) -> 
 
 fn redis_benchmark_row(
     h: &Harness,
-    cell: &Cell,
+    w: &Workload,
     endpoint: &kvbench_core::Endpoint,
     reference: &mut Reference,
 ) -> Row {
-    tool_row(h, cell, baselines::REDIS_BENCHMARK, || {
+    tool_row(h, &w.cell, baselines::REDIS_BENCHMARK, || {
         baselines::redis_benchmark(
-            cell,
+            w,
             endpoint,
             h.settings.placement.client_cpu,
             h.settings.mode,
@@ -812,11 +828,17 @@ fn floor_row(
         Err(err) => row.fail(Status::Failed, format!("connect: {err}")),
         Ok(mut driver) => {
             let name = baselines::LOOPBACK_FLOOR;
-            let row = match time_driver(group, name, &mut driver, w, &[]) {
+            let row = match time_driver(group, name, &mut driver, w, &Args::default()) {
                 Some(err) => row.fail(Status::Failed, format!("during timing: {err}")),
-                None if h.settings.mode == Mode::Test => {
-                    with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO, false)
-                }
+                None if h.settings.mode == Mode::Test => with_cost_pass(
+                    h,
+                    row,
+                    &mut driver,
+                    w,
+                    &Args::default(),
+                    Duration::ZERO,
+                    false,
+                ),
                 None => match h.wall(cell, name, group_samples(cell, h.settings.mode)) {
                     Ok(wall) => {
                         let row = row.with_wall(
@@ -826,7 +848,15 @@ fn floor_row(
                                  against a canned reply)"
                             ),
                         );
-                        with_cost_pass(h, row, &mut driver, w, &[], Duration::ZERO, false)
+                        with_cost_pass(
+                            h,
+                            row,
+                            &mut driver,
+                            w,
+                            &Args::default(),
+                            Duration::ZERO,
+                            false,
+                        )
                     }
                     Err(err) => row.fail(Status::Failed, format!("no criterion estimate: {err:#}")),
                 },
@@ -1013,10 +1043,12 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             settings.cells.join(","),
             settings.repeat,
             settings.repeat_cells.join(","),
-            if settings.quick_cells && settings.mode == Mode::Test {
-                " (quick cells)"
-            } else {
-                ""
+            match (settings.mode, settings.matrix) {
+                (Mode::Test, Matrix::Quick) => " (quick cells)",
+                (Mode::Test, Matrix::Smoke) => {
+                    " (smoke cells: of the optional operations' cells, one or two each)"
+                }
+                _ => "",
             }
         ),
         repeat: settings.repeat,

@@ -31,11 +31,14 @@ fn expect(got: Option<Vec<u8>>, want: Option<&[u8]>, what: &str) -> Result<(), S
 }
 
 /// Puts the server in the state the cell reads: the GET key holds the value, the miss key is
-/// absent.
+/// absent, the counter is stored (at 0), each `get_many` key holds its value.
 pub fn prepare(reference: &mut Reference, w: &Workload) -> Result<(), String> {
     match w.cell.op {
-        Op::Get => reference.set(&w.key, &w.value),
+        Op::Get | Op::Incr => reference.set(&w.key, &w.value),
         Op::GetMiss => reference.delete_many(std::slice::from_ref(&w.key)),
+        Op::GetMany | Op::GetManyPipelined => {
+            (w.names.iter().zip(&w.values)).try_for_each(|(key, value)| reference.set(key, value))
+        }
         _ => Ok(()),
     }
 }
@@ -122,7 +125,141 @@ fn check(
             Ok(())
         }
         Op::PipelineSet => verify_pipeline(client, reference, spec, w, took),
+        Op::Incr => verify_incr(client, reference, w, took),
+        Op::GetMany | Op::GetManyPipelined => {
+            let keys: Vec<&[u8]> = w.names.iter().map(Vec::as_slice).collect();
+            let got = match w.cell.op {
+                Op::GetMany => client.get_many(&keys),
+                _ => client.get_many_pipelined(&keys),
+            }
+            .map_err(client_err)?;
+            *took = start.elapsed();
+            expect_values(&got, &w.values, w.cell.op.as_str()).map_err(Err)
+        }
+        Op::Hash => verify_hash(client, reference, w, took),
+        Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
+            verify_transaction(client, reference, w, took)
+        }
     }
+}
+
+/// `got` holds `want`, value for value, in order.
+fn expect_values(got: &[Option<Vec<u8>>], want: &[Vec<u8>], what: &str) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what} of {} keys returned {} values",
+            want.len(),
+            got.len()
+        ));
+    }
+    for (i, (got, want)) in got.iter().zip(want).enumerate() {
+        expect(got.clone(), Some(want), &format!("{what}: key {i}"))?;
+    }
+    Ok(())
+}
+
+/// The counter set to a known value through the reference, then one INCR: the client must
+/// return the next value, and the server must hold it.
+fn verify_incr(
+    client: &mut dyn Client,
+    reference: &mut Reference,
+    w: &Workload,
+    took: &mut Duration,
+) -> Checked {
+    const START: i64 = 41;
+    reference
+        .set(&w.key, START.to_string().as_bytes())
+        .map_err(Err)?;
+    let start = Instant::now();
+    let got = client.incr(&w.key).map_err(Ok)?;
+    *took = start.elapsed();
+    if got != START + 1 {
+        return Err(Err(format!("INCR of {START} returned {got}")));
+    }
+    let held = (START + 1).to_string();
+    expect(
+        reference.get(&w.key).map_err(Err)?,
+        Some(held.as_bytes()),
+        "reference GET after INCR",
+    )
+    .map_err(Err)
+}
+
+/// A hash's (field, value) pairs.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every field and value of the hash at `key`, through the reference connection's redis-rs
+/// (the kit's reference has no hash command of its own), sorted.
+fn reference_hash(reference: &mut Reference, key: &[u8]) -> Result<Fields, String> {
+    let Reference::Redis(con) = reference else {
+        return Err("memcached has no hashes".into());
+    };
+    let mut fields: Fields = redis::cmd("HGETALL")
+        .arg(key)
+        .query(con)
+        .map_err(|err| format!("reference HGETALL: {err}"))?;
+    fields.sort();
+    Ok(fields)
+}
+
+/// From an absent hash: HSET of the cell's fields, read back through the reference, then the
+/// client's HGETALL must return the same fields and values (in any order).
+fn verify_hash(
+    client: &mut dyn Client,
+    reference: &mut Reference,
+    w: &Workload,
+    took: &mut Duration,
+) -> Checked {
+    reference
+        .delete_many(std::slice::from_ref(&w.key))
+        .map_err(Err)?;
+    let mut want: Fields = (w.names.iter().cloned())
+        .zip(w.values.iter().cloned())
+        .collect();
+    want.sort();
+    let items: Vec<(&[u8], &[u8])> = (w.names.iter().zip(&w.values))
+        .map(|(field, value)| (&field[..], &value[..]))
+        .collect();
+    let start = Instant::now();
+    client.hset_many(&w.key, &items).map_err(Ok)?;
+    let mut got = client.hgetall(&w.key).map_err(Ok)?;
+    *took = start.elapsed();
+    let fields = want.len();
+    if reference_hash(reference, &w.key).map_err(Err)? != want {
+        return Err(Err(format!(
+            "after hset_many of {fields} fields the server's hash holds other fields or values"
+        )));
+    }
+    got.sort();
+    if got != want {
+        return Err(Err(format!(
+            "hgetall returned {} fields, not the {fields} fields and values written",
+            got.len()
+        )));
+    }
+    Ok(())
+}
+
+/// From absent keys: the cell's way of writing its SETs once, then every key read back through
+/// the reference.
+fn verify_transaction(
+    client: &mut dyn Client,
+    reference: &mut Reference,
+    w: &Workload,
+    took: &mut Duration,
+) -> Checked {
+    reference.delete_many(&w.names).map_err(Err)?;
+    let args = w.args();
+    let start = Instant::now();
+    crate::drivers::run_sync(client, w, &args).map_err(Ok)?;
+    *took = start.elapsed();
+    let held = reference.get_many(&w.names).map_err(Err)?;
+    expect_values(
+        &held,
+        &w.values,
+        &format!("reference MGET after {}", w.cell.op),
+    )
+    .map_err(Err)
 }
 
 /// Items in the pipeline [`verify`] writes: the cell's depth, or at most

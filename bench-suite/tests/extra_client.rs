@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use kvbench_bench_suite::costs::CountingAllocator;
-use kvbench_bench_suite::matrix::{Mode, Placement, Settings};
+use kvbench_bench_suite::matrix::{Matrix, Mode, Placement, Settings};
 use kvbench_bench_suite::results::{Results, Status};
 use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Kind, Options, Result, Transport};
 
@@ -89,7 +89,7 @@ fn bench_cell() -> std::result::Result<(), String> {
         repeat: 1,
         repeat_cells: Vec::new(),
         order_seed: 1,
-        quick_cells: false,
+        matrix: Matrix::Full,
         // The one plain cell only.
         concurrency: Vec::new(),
         #[cfg(feature = "fault-injection")]

@@ -43,6 +43,8 @@ struct SectionView {
     index: usize,
     title: &'static str,
     op: &'static str,
+    /// What a cell of many items per call counts (empty for single operations).
+    per_item: &'static str,
     variants: Vec<VariantView>,
     callers: Vec<CallersView>,
     depth: Option<DepthView>,
@@ -117,10 +119,37 @@ fn title(name: &str) -> &str {
         "set" => "SET",
         "set_ex" => "SET with expiry",
         "pipeline_set" => "Pipelined SET",
+        "incr" => "INCR",
+        "get_many" => "Many keys, one command (MGET, multi-get)",
+        "get_many_pipelined" => "Many keys, pipelined GETs",
+        "hash" => "Hash: HSET of many fields, then HGETALL",
+        "transaction_plain" => "SETs one by one",
+        "transaction_multi" => "SETs in MULTI … EXEC",
+        "transaction_pipeline" => "SETs pipelined (set_many)",
         "redis" => "Redis",
         "tcp" => "TCP",
         "unix" => "Unix socket",
         other => other,
+    }
+}
+
+/// How the cells of an operation with many items per call count, so that the ways of doing the
+/// same work (one command, pipelined commands, a transaction) compare per item.
+fn per_item(op: Op) -> &'static str {
+    match op {
+        Op::GetMany | Op::GetManyPipelined => {
+            "A call reads as many keys as the cell names; ops/s, the costs and the ratios count \
+             keys (the two ways of reading many keys compare key for key)."
+        }
+        Op::Hash => {
+            "A call is one HSET of the cell's fields and one HGETALL of them; ops/s, the costs \
+             and the ratios count fields."
+        }
+        Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
+            "A call writes as many SETs as the cell names; ops/s, the costs and the ratios count \
+             SETs (the three ways compare SET for SET)."
+        }
+        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => "",
     }
 }
 
@@ -140,6 +169,7 @@ pub fn render(
             index,
             title: title(section.op.as_str()),
             op: section.op.as_str(),
+            per_item: per_item(section.op),
             variants: (section.variants.iter())
                 .map(|variant| VariantView {
                     title: variant.title.clone(),

@@ -151,13 +151,8 @@ impl<'a> Model<'a> {
                     cell
                 })
                 .collect();
-            let size = format::size(value_size);
             let variant = Variant {
-                title: match (pipeline, callers) {
-                    (1, 1) => size,
-                    (1, c) => format!("{size} · {c} callers"),
-                    _ => format!("depth {} · {size}", format::depth(pipeline)),
-                },
+                title: variant_title(op, pipeline, value_size, callers),
                 scale_max: scale_max(cells.iter().flat_map(|c| &c.rows)),
                 cells,
             };
@@ -291,6 +286,26 @@ impl<'a> Cell<'a> {
 /// Whether `row` may be named fastest among clients of `kind` (any when `None`): floors never are.
 fn is_leader_kind(row: &Row, kind: Option<Kind>) -> bool {
     !row.is_floor() && kind.is_none_or(|k| row.kind == k)
+}
+
+/// `3 B`, `3 B · 256 callers`, `depth 1k · 3 B`, `100 keys · 2 KiB`, `counter`.
+fn variant_title(op: Op, pipeline: u64, value_size: u64, callers: u32) -> String {
+    let size = match op {
+        Op::Incr => "counter".to_string(),
+        _ => format::size(value_size),
+    };
+    let items = match op {
+        Op::GetMany | Op::GetManyPipelined => "keys",
+        Op::Hash => "fields",
+        Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => "SETs",
+        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => "",
+    };
+    match (pipeline, callers) {
+        (1, 1) => size,
+        (1, c) => format!("{size} · {c} callers"),
+        _ if items.is_empty() => format!("depth {} · {size}", format::depth(pipeline)),
+        _ => format!("{pipeline} {items} · {size}"),
+    }
 }
 
 /// The top of the highest bar or error bar among `rows`: a shared axis.

@@ -495,6 +495,35 @@ fn failed_and_unsupported_pairs_are_listed_with_reasons() {
 }
 
 #[test]
+fn optional_operation_cells_say_what_they_count_and_who_lacks_the_operation() {
+    let value = fixture();
+    let (_dir, page, summary) = rendered(&value);
+    for heading in [
+        "<h3>INCR · counter</h3>",
+        "<h3>Many keys, one command (MGET, multi-get) · 100 keys · 3 B</h3>",
+        "<h3>Many keys, pipelined GETs · 100 keys · 2 KiB</h3>",
+        "<h3>Hash: HSET of many fields, then HGETALL · 100 fields · 3 B</h3>",
+        "<h3>SETs in MULTI … EXEC · 100 SETs · 3 B</h3>",
+    ] {
+        assert!(page.contains(heading), "{heading}");
+    }
+    // Sections of many items per call say what their numbers count.
+    assert!(page.contains("ops/s, the costs and the ratios count keys"));
+    assert!(page.contains("ops/s, the costs and the ratios count SETs"));
+    assert!(summary.contains("the costs and the ratios count fields"));
+    // Only Redis has hashes and transactions; memcached has INCR and multi-get.
+    let ids = cells(&value);
+    assert!(ids.contains(&"memcached/get_many/100/2KiB/unix".to_string()));
+    assert!(ids.contains(&"memcached/incr/counter/tcp".to_string()));
+    assert!(!ids.iter().any(|id| id.starts_with("memcached/hash")));
+    // A client without the operation is listed, with the operation it lacks.
+    let problems = &page[page.find("<section id=\"problems\">").unwrap()..];
+    assert!(problems.contains("<code>redis/get_many/100/3B/tcp</code>"));
+    assert!(problems.contains("the client does not implement get_many"));
+    assert!(summary.contains("redis-benchmark cannot send MULTI"));
+}
+
+#[test]
 fn environment_section_shows_the_run() {
     let (_dir, page, summary) = rendered(&fixture());
     let section = &page[page.find("<section id=\"environment\">").unwrap()..];

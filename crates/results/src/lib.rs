@@ -204,6 +204,27 @@ pub enum Op {
     SetEx,
     /// `set_many` of `pipeline` items.
     PipelineSet,
+    /// INCR of a counter the cell stores first (memcached: `incr <key> 1`).
+    Incr,
+    /// `get_many` of `pipeline` distinct keys in one command: Redis `MGET`, memcached
+    /// `get k1 … kN`. Throughput counts keys.
+    GetMany,
+    /// `get_many_pipelined` of `pipeline` distinct keys: a GET each, all written before any
+    /// reply is read (a client without pipelining sends one after another). Throughput counts
+    /// keys.
+    GetManyPipelined,
+    /// `hset_many` of `pipeline` fields into one hash, then `hgetall` of it (Redis only).
+    /// Throughput counts fields.
+    Hash,
+    /// `pipeline` SETs of distinct keys, one `set` call after another (Redis only): the plain
+    /// way of the transaction cells. Throughput counts SETs.
+    TransactionPlain,
+    /// The same SETs inside `MULTI` … `EXEC` (`transaction`; Redis only). Throughput counts
+    /// SETs.
+    TransactionMulti,
+    /// The same SETs in one `set_many` (pipelined where the client pipelines; Redis only).
+    /// Throughput counts SETs.
+    TransactionPipeline,
 }
 
 /// Who wrote the protocol code a row ran.
@@ -259,7 +280,8 @@ pub struct Row {
     pub op: Op,
     /// Value size in bytes.
     pub value_size: u64,
-    /// Commands per call: the pipeline depth, 1 outside pipelines.
+    /// Items per call: the pipeline depth, the keys of a `get_many`, the fields of a hash, the
+    /// SETs of a transaction; 1 for single operations.
     pub pipeline: u64,
     /// Transport.
     pub transport: Transport,
@@ -278,7 +300,8 @@ pub struct Row {
     pub connections: u32,
     /// How the callers share the connections.
     pub model: ConcurrencyModel,
-    /// Operations (pipelined commands) per second, from the headline time per operation.
+    /// Operations per second, from the headline time per operation: in a cell of many items
+    /// per call (`pipeline` > 1), items per second (pipelined commands, keys, fields, SETs).
     pub ops_per_sec: Option<f64>,
     /// Time per operation, ns.
     pub wall_ns_per_op: Option<Wall>,
@@ -304,7 +327,7 @@ pub struct Row {
     pub allocs_per_op: Option<f64>,
     /// Heap bytes allocated per operation.
     pub alloc_bytes_per_op: Option<f64>,
-    /// Latency percentiles of single operations (null for pipelines).
+    /// Latency percentiles of single operations (null for cells of many items per call).
     pub latency_ns: Option<Latency>,
     /// Memory per caller: the growth of the process's peak resident memory while the callers
     /// were connected and running, over the callers (a thread's stack and socket against a
@@ -640,7 +663,13 @@ names! {
     PlacementMode { SameCore => "same-core", Split => "split", None => "none" }
     Backend { Redis => "redis", Memcached => "memcached" }
     Transport { Tcp => "tcp", Unix => "unix" }
-    Op { Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex", PipelineSet => "pipeline_set" }
+    Op {
+        Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex",
+        PipelineSet => "pipeline_set", Incr => "incr", GetMany => "get_many",
+        GetManyPipelined => "get_many_pipelined", Hash => "hash",
+        TransactionPlain => "transaction_plain", TransactionMulti => "transaction_multi",
+        TransactionPipeline => "transaction_pipeline",
+    }
     Kind { HandWritten => "hand-written", Library => "library", Baseline => "baseline" }
     Status { Ok => "ok", Failed => "failed", Unsupported => "unsupported" }
     ConcurrencyModel { Threads => "threads", Multiplexed => "multiplexed", Pool => "pool", EventLoop => "event-loop" }

@@ -27,6 +27,23 @@ pub const VARIANTS: &[(&str, u64, u64)] = &[
     ("pipeline_set", 3, 1_000),
     ("pipeline_set", 3, 100_000),
     ("pipeline_set", 3, 1_000_000),
+    ("incr", 0, 1),
+    ("get_many", 3, 100),
+    ("get_many_pipelined", 3, 100),
+    ("get_many", 2048, 100),
+    ("get_many_pipelined", 2048, 100),
+    ("hash", 3, 100),
+    ("transaction_plain", 3, 100),
+    ("transaction_multi", 3, 100),
+    ("transaction_pipeline", 3, 100),
+];
+
+/// Operations only Redis has: the fixture has no memcached cells of them.
+const REDIS_ONLY: &[&str] = &[
+    "hash",
+    "transaction_plain",
+    "transaction_multi",
+    "transaction_pipeline",
 ];
 
 /// (client, kind, backend, time factor relative to the cell's base).
@@ -122,14 +139,17 @@ fn with_callers(plain: &Value, callers: u32) -> Value {
 pub fn cell_label(backend: &str, op: &str, size: u64, pipeline: u64, transport: &str) -> String {
     let size = match size {
         _ if op == "get_miss" => "none".to_string(),
+        _ if op == "incr" => "counter".to_string(),
         s if s >= 1_048_576 => format!("{}MiB", s / 1_048_576),
         s if s >= 1024 => format!("{}KiB", s / 1024),
         s => format!("{s}B"),
     };
-    if pipeline > 1 {
-        format!("{backend}/{op}/{pipeline}/{transport}")
-    } else {
-        format!("{backend}/{op}/{size}/{transport}")
+    match op {
+        "get_many" | "get_many_pipelined" => {
+            format!("{backend}/{op}/{pipeline}/{size}/{transport}")
+        }
+        _ if pipeline > 1 => format!("{backend}/{op}/{pipeline}/{transport}"),
+        _ => format!("{backend}/{op}/{size}/{transport}"),
     }
 }
 
@@ -143,6 +163,9 @@ pub fn fixture() -> Value {
     let mut rows = Vec::new();
     for &(op, size, pipeline) in VARIANTS {
         for backend in ["redis", "memcached"] {
+            if backend == "memcached" && REDIS_ONLY.contains(&op) {
+                continue;
+            }
             for transport in ["tcp", "unix"] {
                 let cell = cell_label(backend, op, size, pipeline, transport);
                 for &(client, kind, client_backend, factor) in CLIENTS {
@@ -267,6 +290,12 @@ fn row(
             "verification failed: the inline protocol cannot carry a 100 KiB value",
         )),
         ("memcache", "unix", "pipeline_set", _, 1_000_000) => Some(failed(EVIL_ERROR)),
+        ("inline", _, "get_many" | "hash" | "transaction_multi", ..) => Some(unsupported(
+            "not run: the client does not implement get_many (not among its spec's operations)",
+        )),
+        ("redis-benchmark", _, "transaction_multi", ..) => Some(unsupported(
+            "not run: redis-benchmark cannot send MULTI, the SETs and EXEC as one transaction",
+        )),
         // A failure without a reason: the report must still list it.
         ("memcache", "tcp", "get_miss", ..) => Some(json!({"status": "failed"})),
         _ => None,
