@@ -1,8 +1,10 @@
 //! Same-run baselines: `redis-benchmark` (the benchmark tool shipped with Redis) on every Redis
-//! cell it can express, `memaslap` on memcached's TCP GET and SET cells whose preloaded keys fit
-//! the server (both with one connection per caller, `-c C`, driven by one thread), and a
-//! loopback floor — a server that does no work, in one-caller request/response cells — so every
-//! row can be read as a multiple of what the transport itself costs.
+//! cell it can express (a cell of many items by the command that comes closest: `MGET` of the
+//! cell's keys, `-P` for pipelined GETs and SETs), `memaslap` on memcached's TCP GET, SET and
+//! multi-get cells whose preloaded keys fit the server (both with one connection per caller,
+//! `-c C`, driven by one thread), and a loopback floor — a server that does no work, in
+//! one-caller GET and SET cells — so every row can be read as a multiple of what the transport
+//! itself costs. Rows of many items count per item, as the clients' do.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -35,20 +35,22 @@ impl Workload {
         let size = cell.value_size;
         // Keys on the server carry the run prefix; a hash's fields live inside its (prefixed)
         // key and need none of their own.
-        let (item, prefixed) = match cell.op {
-            Op::GetMany | Op::GetManyPipelined => (format!("many:{size}"), true),
+        let items = match cell.op {
+            Op::GetMany | Op::GetManyPipelined => Some((format!("many:{size}"), true)),
             Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
-                ("txn".to_string(), true)
+                Some(("txn".to_string(), true))
             }
-            Op::Hash => ("field".to_string(), false),
-            _ => (String::new(), false),
+            Op::Hash => Some(("field".to_string(), false)),
+            Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => None,
         };
-        let count = if item.is_empty() { 0 } else { cell.pipeline };
-        let names: Vec<Vec<u8>> = (0..count)
-            .map(|i| format!("{item}:{i}").into_bytes())
-            .map(|name| if prefixed { key(&name) } else { name })
-            .collect();
-        let values: Vec<Vec<u8>> = (0..count).map(|i| item_value(size, i)).collect();
+        let names: Vec<Vec<u8>> = match items {
+            Some((item, prefixed)) => (0..cell.pipeline)
+                .map(|i| format!("{item}:{i}").into_bytes())
+                .map(|name| if prefixed { key(&name) } else { name })
+                .collect(),
+            None => Vec::new(),
+        };
+        let values: Vec<Vec<u8>> = (0..names.len()).map(|i| item_value(size, i)).collect();
         let (name, value) = match cell.op {
             // The seed of the original benchmarks: foo = bar.
             Op::Get if cell.value_size == 3 => (b"foo".to_vec(), b"bar".to_vec()),
