@@ -359,6 +359,18 @@ impl Broken {
     }
 }
 
+/// The values of a batch read, checked to be one per key: a library converts an array of
+/// another length without complaint, which would pair values with the wrong keys.
+pub fn one_per_key(values: Vec<Option<Vec<u8>>>, keys: usize) -> Result<Vec<Option<Vec<u8>>>> {
+    if values.len() != keys {
+        return Err(Error::Protocol(format!(
+            "{} values for {keys} keys",
+            values.len()
+        )));
+    }
+    Ok(values)
+}
+
 /// Connects over TCP the way every hand-written client does: each address `addr` resolves to is
 /// tried in turn within [`Options::connect_timeout`], then `TCP_NODELAY` is set as asked and the
 /// socket gets the options' read and write timeouts. Any failure is [`Error::Connect`].

@@ -370,7 +370,7 @@ impl<C: FredClient> AsyncFred<C> {
             return Ok(Vec::new());
         }
         let values = self.client.mget(keys.to_vec()).await.map_err(map_error)?;
-        one_per_key(values, keys.len())
+        kvbench_core::one_per_key(values, keys.len())
     }
 
     /// `HSET key field value …`, the fields first collected into fred's `Map` (a `HashMap`).
@@ -430,18 +430,6 @@ kvbench_core::impl_async_client_by_boxing!(AsyncFred<Pool>, connect_pool_async_b
 
 fn command_timeout(options: &Options) -> Duration {
     options.read_timeout.max(options.write_timeout)
-}
-
-/// The values of an `MGET`, checked to be one per key: an array of another length converts
-/// without complaint, and would pair values with the wrong keys.
-fn one_per_key(values: Vec<Option<Vec<u8>>>, keys: usize) -> Result<Vec<Option<Vec<u8>>>> {
-    if values.len() != keys {
-        return Err(Error::Protocol(format!(
-            "{} values for {keys} keys",
-            values.len()
-        )));
-    }
-    Ok(values)
 }
 
 /// The client many callers share: each [`handle`](SharedClient::handle) is a clone of one

@@ -201,18 +201,6 @@ fn connect_failed(endpoint: &Endpoint, err: RedisError) -> Error {
     map_error(err).while_connecting(endpoint)
 }
 
-/// The values of an `MGET`, checked to be one per key: an array of another length converts
-/// without complaint, and would pair values with the wrong keys.
-fn one_per_key(values: Vec<Option<Vec<u8>>>, keys: usize) -> Result<Vec<Option<Vec<u8>>>> {
-    if values.len() != keys {
-        return Err(Error::Protocol(format!(
-            "{} values for {keys} keys",
-            values.len()
-        )));
-    }
-    Ok(values)
-}
-
 /// One `GET` per key, in one pipeline: written whole, then every reply read.
 fn pipelined_gets(keys: &[&[u8]]) -> Pipeline {
     let mut pipe = redis::pipe();
@@ -330,7 +318,7 @@ impl Client for RedisSync {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        one_per_key(self.con.mget(keys).map_err(map_error)?, keys.len())
+        kvbench_core::one_per_key(self.con.mget(keys).map_err(map_error)?, keys.len())
     }
 
     /// `HMSET`: what redis-rs's `hset_multiple` sends (the older name of a many-field `HSET`).
@@ -450,7 +438,7 @@ impl AsyncRedis {
             return Ok(Vec::new());
         }
         let values = self.con.mget(keys).await.map_err(map_error)?;
-        one_per_key(values, keys.len())
+        kvbench_core::one_per_key(values, keys.len())
     }
 
     /// `HMSET key field value …`.
