@@ -501,6 +501,7 @@ fn floor_exchange(w: &Workload) -> Result<(usize, Vec<u8>)> {
                 _ => reply.extend_from_slice(b"+OK\r\n"),
             }
         }
+        Backend::RedisCluster => bail!("the loopback floor is a single server's"),
         Backend::Memcached => {
             let key = &w.key[..];
             match w.cell.op {

@@ -19,6 +19,7 @@ pub fn backend(backend: Backend) -> kvbench_results::Backend {
     match backend {
         Backend::Redis => kvbench_results::Backend::Redis,
         Backend::Memcached => kvbench_results::Backend::Memcached,
+        Backend::RedisCluster => kvbench_results::Backend::RedisCluster,
     }
 }
 

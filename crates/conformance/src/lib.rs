@@ -352,7 +352,7 @@ fn large_value(c: &mut Case) -> Outcome {
 
 fn set_ex(c: &mut Case) -> Outcome {
     match c.backend {
-        Backend::Redis => {
+        Backend::Redis | Backend::RedisCluster => {
             let key = c.key("with-ttl");
             c.client.set_ex(&key, b"v", 100)?;
             expect_value(c.client.get(&key)?, b"v", "client get")?;
@@ -443,7 +443,7 @@ fn set_many(c: &mut Case) -> Outcome {
 
 fn error_reply(c: &mut Case) -> Outcome {
     let result = match c.backend {
-        Backend::Redis => {
+        Backend::Redis | Backend::RedisCluster => {
             let key = c.key("a-list");
             c.reference.make_list(&key)?;
             c.client.get(&key).map(drop)

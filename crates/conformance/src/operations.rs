@@ -111,7 +111,7 @@ pub(crate) fn incr(c: &mut Case) -> Outcome {
 
     let missing = c.key("missing");
     match c.backend {
-        Backend::Redis => {
+        Backend::Redis | Backend::RedisCluster => {
             expect_eq(c.client.incr(&missing)?, 1, "incr of a missing key")?;
             expect_value(c.reference.get(&missing)?, b"1", "reference get after incr")?;
         }
@@ -134,7 +134,9 @@ pub(crate) fn incr(c: &mut Case) -> Outcome {
     let message = expect_server_error(c.client.incr(&largest), "incr of i64::MAX")?;
     match c.backend {
         // Redis refuses the increment and leaves the value alone.
-        Backend::Redis => expect_value(c.reference.get(&largest)?, max.as_bytes(), "reference")?,
+        Backend::Redis | Backend::RedisCluster => {
+            expect_value(c.reference.get(&largest)?, max.as_bytes(), "reference")?
+        }
         // A memcached counter is unsigned 64-bit: the server holds i64::MAX + 1, which the
         // client cannot return, so it must say what the server holds.
         Backend::Memcached => {

@@ -5,15 +5,102 @@
 //! published library (redis-rs for Redis, `memcache` for memcached) on its own connection.
 
 use kvbench_core::{Backend, Endpoint};
+use redis::ConnectionLike;
 
 /// A connection to the server, owned by the kit, independent of the client under test.
 pub enum Reference {
-    /// redis-rs, synchronous.
-    Redis(redis::Connection),
+    /// redis-rs, synchronous: a plain connection, or its cluster client for a Redis Cluster.
+    Redis(RedisConnection),
     /// The `memcache` crate on the text protocol, and where it is connected. (Its binary
     /// protocol sends a request per key of a multi-get: reading back a 100,000-key pipeline took
     /// 3 s that way, 0.3 s on the text protocol's one `gets` line per 1,000 keys.)
     Memcached(memcache::Client, Endpoint),
+}
+
+/// The kit's own Redis connection: to one server, or through redis-rs's cluster client to a
+/// Redis Cluster. Either way it is a redis-rs [`ConnectionLike`], so each command is written once.
+pub enum RedisConnection {
+    /// One server.
+    Single(redis::Connection),
+    /// A Redis Cluster, each command routed by redis-rs.
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl RedisConnection {
+    /// Runs an admin command (`INFO`, `CLIENT KILL`) on the one server, or on every primary of
+    /// the cluster; each one's reply as text (empty for a status).
+    fn on_each_node(&mut self, cmd: &redis::Cmd) -> RefResult<Vec<String>> {
+        use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+        let text = |value: redis::Value| match value {
+            redis::Value::Okay | redis::Value::Nil => Ok(String::new()),
+            value => redis::from_redis_value::<String>(value).map_err(|err| err.to_string()),
+        };
+        match self {
+            RedisConnection::Single(con) => Ok(vec![text(cmd.query(con).map_err(redis_err)?)?]),
+            RedisConnection::Cluster(con) => {
+                let all = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+                match con.route_command(cmd, all).map_err(redis_err)? {
+                    redis::Value::Map(replies) => {
+                        replies.into_iter().map(|(_, v)| text(v)).collect()
+                    }
+                    value => Ok(vec![text(value)?]),
+                }
+            }
+        }
+    }
+}
+
+impl ConnectionLike for RedisConnection {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        self.inner().req_packed_command(cmd)
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.inner().req_packed_commands(cmd, offset, count)
+    }
+
+    fn req_command(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<redis::Value> {
+        self.inner().req_command(cmd)
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            RedisConnection::Single(con) => con.get_db(),
+            RedisConnection::Cluster(con) => con.get_db(),
+        }
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        match self {
+            RedisConnection::Single(con) => con.supports_pipelining(),
+            RedisConnection::Cluster(con) => con.supports_pipelining(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.inner().check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            RedisConnection::Single(con) => con.is_open(),
+            RedisConnection::Cluster(con) => con.is_open(),
+        }
+    }
+}
+
+impl RedisConnection {
+    fn inner(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            RedisConnection::Single(con) => con,
+            RedisConnection::Cluster(con) => &mut **con,
+        }
+    }
 }
 
 /// Why a reference operation failed; these are failures of the test environment, not the client.
@@ -36,14 +123,17 @@ impl Reference {
     pub fn connect(backend: Backend, endpoint: &Endpoint) -> RefResult<Reference> {
         match backend {
             Backend::Redis => {
-                let url = match endpoint {
-                    Endpoint::Tcp(addr) => format!("redis://{addr}/"),
-                    Endpoint::Unix(path) => format!("redis+unix://{}", path.display()),
-                };
-                let client = redis::Client::open(url).map_err(redis_err)?;
-                Ok(Reference::Redis(
-                    client.get_connection().map_err(redis_err)?,
-                ))
+                let client = redis::Client::open(endpoint.redis_url()).map_err(redis_err)?;
+                let con = client.get_connection().map_err(redis_err)?;
+                Ok(Reference::Redis(RedisConnection::Single(con)))
+            }
+            Backend::RedisCluster => {
+                // redis-rs's own routing (slot map, MOVED/ASK, multi-key commands split by slot),
+                // not the routing of any client under test.
+                let client = redis::cluster::ClusterClient::new(vec![endpoint.redis_url()])
+                    .map_err(redis_err)?;
+                let con = client.get_connection().map_err(redis_err)?;
+                Ok(Reference::Redis(RedisConnection::Cluster(Box::new(con))))
             }
             Backend::Memcached => {
                 let url = match endpoint {
@@ -167,18 +257,21 @@ impl Reference {
         let Reference::Redis(con) = self else {
             return Err("memcached keeps no per-command counts".into());
         };
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query(con)
-            .map_err(redis_err)?;
+        let mut info = redis::cmd("INFO");
+        info.arg("commandstats");
         let prefix = format!("cmdstat_{}:calls=", command.to_ascii_lowercase());
-        let Some(line) = info.lines().find_map(|line| line.strip_prefix(&prefix)) else {
-            return Ok(0);
-        };
-        let calls = line.split(',').next().unwrap_or_default();
-        calls
-            .parse()
-            .map_err(|_| format!("INFO commandstats: {prefix}{line:?} is not a count"))
+        // On a cluster, the sum over every primary.
+        let mut total = 0;
+        for info in con.on_each_node(&info)? {
+            let Some(line) = info.lines().find_map(|line| line.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let calls = line.split(',').next().unwrap_or_default();
+            total += calls
+                .parse::<u64>()
+                .map_err(|_| format!("INFO commandstats: {prefix}{line:?} is not a count"))?;
+        }
+        Ok(total)
     }
 
     /// Seconds to live of a Redis key (`TTL`): -2 missing, -1 no expiry.
@@ -206,10 +299,11 @@ impl Reference {
     /// other client of it loses its connection.
     pub fn kill_other_clients(&mut self) -> RefResult<()> {
         match self {
-            Reference::Redis(con) => redis::cmd("CLIENT")
-                .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
-                .exec(con)
-                .map_err(redis_err),
+            Reference::Redis(con) => {
+                let mut kill = redis::cmd("CLIENT");
+                kill.arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"]);
+                con.on_each_node(&kill).map(drop)
+            }
             Reference::Memcached(..) => {
                 Err("memcached cannot close its clients' connections".into())
             }

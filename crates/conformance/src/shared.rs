@@ -539,7 +539,7 @@ fn error_reply_to_one_caller(c: &mut SharedCase) -> Outcome {
     let keys = c.keys("own", ERROR_CALLERS);
     let failing = c.key("failing");
     let backend = c.backend;
-    if backend == Backend::Redis {
+    if backend.is_redis() {
         c.reference.make_list(&failing)?;
     }
     let failing = Arc::new(failing);
@@ -550,7 +550,9 @@ fn error_reply_to_one_caller(c: &mut SharedCase) -> Outcome {
             for round in 0..ERROR_ROUNDS {
                 if id == 0 && round % ERROR_EVERY == 0 {
                     let result = match backend {
-                        Backend::Redis => caller.get(&failing).await.map(drop),
+                        Backend::Redis | Backend::RedisCluster => {
+                            caller.get(&failing).await.map(drop)
+                        }
                         // Larger than the server's item limit (`-I 2m` on a private server).
                         Backend::Memcached => {
                             let too_large = patterned_value(2 * 1024 * 1024 + 1);
@@ -632,7 +634,7 @@ fn server_close(c: &mut SharedCase) -> Outcome {
             }
             closing.store(true, Ordering::SeqCst);
             let result = match backend {
-                Backend::Redis => reference.kill_other_clients(),
+                Backend::Redis | Backend::RedisCluster => reference.kill_other_clients(),
                 // Returns once the process is gone, and its sockets with it.
                 Backend::Memcached => (servers.stop(Backend::Memcached))
                     .map_err(|err| format!("stopping the private memcached: {err}")),

@@ -163,6 +163,7 @@ fn pool_spec(backend: Backend) -> ClientSpec {
     let (name, connect): (_, kvbench_core::ConnectSharedFn) = match backend {
         Backend::Redis => ("test-only/pool/redis", open_redis),
         Backend::Memcached => ("test-only/pool/memcached", open_memcached),
+        Backend::RedisCluster => unreachable!("the test pools single servers' clients"),
     };
 
     ClientSpec {

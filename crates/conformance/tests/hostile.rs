@@ -695,6 +695,7 @@ fn cases_of_protocol(spec: &ClientSpec) -> Vec<Case> {
             Dialect::MemcachedMeta => memcached_meta_cases(),
             _ => memcached_text_cases(),
         },
+        Backend::RedisCluster => unreachable!("cluster clients are not in kvbench_clients::all()"),
     }
 }
 

@@ -39,7 +39,7 @@ struct HostileKey {
 
 fn hostile_keys(backend: Backend) -> Vec<HostileKey> {
     let injected: &[u8] = match backend {
-        Backend::Redis => b"FLUSHALL",
+        Backend::Redis | Backend::RedisCluster => b"FLUSHALL",
         Backend::Memcached => b"flush_all",
     };
     let with = |name, separator: &[u8]| HostileKey {
@@ -87,11 +87,11 @@ impl Op {
     fn allowed(self, backend: Backend) -> &'static [&'static str] {
         match (backend, self) {
             // A library may say SETEX or MSET where the hand-written clients say SET.
-            (Backend::Redis, Op::Set) => &["set"],
-            (Backend::Redis, Op::SetEx) => &["set", "setex"],
-            (Backend::Redis, Op::SetMany) => &["set", "mset"],
-            (Backend::Redis, Op::Get) => &["get"],
-            (Backend::Redis, Op::Delete) => &["del"],
+            (Backend::Redis | Backend::RedisCluster, Op::Set) => &["set"],
+            (Backend::Redis | Backend::RedisCluster, Op::SetEx) => &["set", "setex"],
+            (Backend::Redis | Backend::RedisCluster, Op::SetMany) => &["set", "mset"],
+            (Backend::Redis | Backend::RedisCluster, Op::Get) => &["get"],
+            (Backend::Redis | Backend::RedisCluster, Op::Delete) => &["del"],
             (Backend::Memcached, Op::Set | Op::SetEx | Op::SetMany) => &["cmd_set"],
             (Backend::Memcached, Op::Get) => &["cmd_get"],
             (Backend::Memcached, Op::Delete) => &["delete_hits"],
@@ -225,6 +225,9 @@ impl Reference {
         match backend {
             Backend::Redis => redis_counters(&mut self.redis),
             Backend::Memcached => memcached_counters(&self.memcached_addr),
+            Backend::RedisCluster => {
+                unreachable!("cluster clients are not in kvbench_clients::all()")
+            }
         }
     }
 

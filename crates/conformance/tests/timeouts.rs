@@ -59,6 +59,7 @@ fn dialect(spec: &ClientSpec) -> Dialect {
     match spec.backend {
         Backend::Redis => Dialect::Resp,
         Backend::Memcached => fake::memcached_dialect(spec),
+        Backend::RedisCluster => unreachable!("cluster clients are not in kvbench_clients::all()"),
     }
 }
 

@@ -54,6 +54,9 @@ pub enum Backend {
     Redis,
     /// memcached, over its text or binary protocol.
     Memcached,
+    /// Redis Cluster: several Redis primaries sharing the 16,384 hash slots, reached through a
+    /// seed node. Same protocol as [`Backend::Redis`]; a client must route each key to its node.
+    RedisCluster,
 }
 
 impl Backend {
@@ -62,7 +65,13 @@ impl Backend {
         match self {
             Backend::Redis => "redis",
             Backend::Memcached => "memcached",
+            Backend::RedisCluster => "redis-cluster",
         }
+    }
+
+    /// True for the backends that speak Redis's protocol (RESP): Redis and Redis Cluster.
+    pub fn is_redis(self) -> bool {
+        matches!(self, Backend::Redis | Backend::RedisCluster)
     }
 }
 

@@ -221,7 +221,7 @@ fn closed_by_the_server(spec: &ClientSpec, transport: Transport) {
     let mut client = script::connect(spec, &endpoint);
     client.set(b"k", b"v").unwrap();
     match spec.backend {
-        Backend::Redis => redis::Client::open(endpoint.redis_url())
+        Backend::Redis | Backend::RedisCluster => redis::Client::open(endpoint.redis_url())
             .and_then(|client| client.get_connection())
             .and_then(|mut con| {
                 let kill = ["KILL", "TYPE", "normal", "SKIPME", "yes"];
@@ -274,7 +274,7 @@ fn optional_operations(spec: &ClientSpec, client: &mut dyn Client, key: impl Fn(
     let (counter, text, big) = (key("counter"), key("text"), key("big"));
     // incr: Redis starts a missing counter from 0; memcached has none there.
     match spec.backend {
-        Backend::Redis => assert_eq!(client.incr(&counter).unwrap(), 1),
+        Backend::Redis | Backend::RedisCluster => assert_eq!(client.incr(&counter).unwrap(), 1),
         Backend::Memcached => server_error(client.incr(&counter), "NOT_FOUND"),
     }
     client.set(&counter, b"41").unwrap();
@@ -283,7 +283,7 @@ fn optional_operations(spec: &ClientSpec, client: &mut dyn Client, key: impl Fn(
     server_error(client.incr(&text), "");
     client.set(&big, i64::MAX.to_string().as_bytes()).unwrap();
     match spec.backend {
-        Backend::Redis => server_error(client.incr(&big), "overflow"),
+        Backend::Redis | Backend::RedisCluster => server_error(client.incr(&big), "overflow"),
         Backend::Memcached => server_error(client.incr(&big), "9223372036854775808"),
     }
     // get_many and get_many_pipelined: in the order of the keys, misses and repeats.

@@ -80,7 +80,7 @@ fn services(text: &str) -> Vec<Service> {
         assert_eq!(
             command.first().map(String::as_str),
             Some(match backend {
-                Backend::Redis => "redis-server",
+                Backend::Redis | Backend::RedisCluster => "redis-server",
                 Backend::Memcached => "memcached",
             }),
             "{name}: the command starts with the server"
@@ -92,7 +92,7 @@ fn services(text: &str) -> Vec<Service> {
         );
 
         let (port_flag, socket_flag) = match backend {
-            Backend::Redis => ("--port", "--unixsocket"),
+            Backend::Redis | Backend::RedisCluster => ("--port", "--unixsocket"),
             Backend::Memcached => ("-p", "-s"),
         };
         let mut endpoints = Vec::new();
@@ -252,7 +252,7 @@ fn servers_run_with_the_settings_the_cells_need() {
     for service in services(&compose_text()) {
         let Service { name, command, .. } = &service;
         match service.backend {
-            Backend::Redis => {
+            Backend::Redis | Backend::RedisCluster => {
                 // No persistence, as the private servers: a save would stall a measurement.
                 assert_eq!(flag_value(command, "--save"), Some(""), "{name}");
                 assert_eq!(flag_value(command, "--appendonly"), Some("no"), "{name}");

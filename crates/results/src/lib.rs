@@ -174,6 +174,8 @@ pub enum Backend {
     Redis,
     /// memcached.
     Memcached,
+    /// Redis Cluster: several Redis primaries sharing the hash slots.
+    RedisCluster,
 }
 
 /// How the bytes travelled.
@@ -661,7 +663,7 @@ macro_rules! names {
 names! {
     Mode { Full => "full", Quick => "quick", Test => "test" }
     PlacementMode { SameCore => "same-core", Split => "split", None => "none" }
-    Backend { Redis => "redis", Memcached => "memcached" }
+    Backend { Redis => "redis", Memcached => "memcached", RedisCluster => "redis-cluster" }
     Transport { Tcp => "tcp", Unix => "unix" }
     Op {
         Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex",

@@ -393,6 +393,7 @@ impl Servers {
         match backend {
             Backend::Redis => &self.redis,
             Backend::Memcached => &self.memcached,
+            Backend::RedisCluster => todo!("CLUSTER-INTEGRATION"),
         }
     }
 
@@ -470,6 +471,7 @@ impl Servers {
         let info = match backend {
             Backend::Redis => &mut self.redis,
             Backend::Memcached => &mut self.memcached,
+            Backend::RedisCluster => todo!("CLUSTER-INTEGRATION"),
         };
         let (Some(handle), false) = (&self.handle, info.external) else {
             return Err(Error::NotPrivate(backend));
@@ -635,7 +637,7 @@ fn run_prefix() -> String {
 
 fn find_binary(backend: Backend, env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
     let (program, var) = match backend {
-        Backend::Redis => ("redis-server", REDIS_SERVER_BIN_VAR),
+        Backend::Redis | Backend::RedisCluster => ("redis-server", REDIS_SERVER_BIN_VAR),
         Backend::Memcached => ("memcached", MEMCACHED_BIN_VAR),
     };
     let missing = |reason: String| Error::MissingBinary { program, reason };

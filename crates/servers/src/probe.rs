@@ -33,7 +33,7 @@ pub(crate) fn ask(
 ) -> Result<Answer, String> {
     let mut conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
     match backend {
-        Backend::Redis => ask_redis(&mut conn),
+        Backend::Redis | Backend::RedisCluster => ask_redis(&mut conn),
         Backend::Memcached => ask_memcached(&mut conn),
     }
 }
@@ -108,7 +108,7 @@ impl AcceptedConnections {
     /// The connections the server has accepted since it started, this one included.
     pub fn count(&mut self) -> Result<u64, String> {
         let (reply, name) = match self.backend {
-            Backend::Redis => (
+            Backend::Redis | Backend::RedisCluster => (
                 // `INFO stats` is read-only; reply `$<len>\r\n<text>\r\n`.
                 self.conn
                     .exchange(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n", bulk_complete)?,

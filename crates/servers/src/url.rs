@@ -66,7 +66,8 @@ pub(crate) fn parse(backend: Backend, text: &str) -> Result<Endpoint, String> {
         (_, scheme) => Err(format!(
             "unknown scheme {scheme:?}; use {}",
             match backend {
-                Backend::Redis => "redis://host:port, redis+unix:///path or unix:///path",
+                Backend::Redis | Backend::RedisCluster =>
+                    "redis://host:port, redis+unix:///path or unix:///path",
                 Backend::Memcached =>
                     "memcache://host:port, tcp://host:port, memcache:///path or unix:///path",
             }
@@ -76,7 +77,7 @@ pub(crate) fn parse(backend: Backend, text: &str) -> Result<Endpoint, String> {
 
 fn example(backend: Backend) -> &'static str {
     match backend {
-        Backend::Redis => "redis://127.0.0.1:6379",
+        Backend::Redis | Backend::RedisCluster => "redis://127.0.0.1:6379",
         Backend::Memcached => "memcache://127.0.0.1:11211",
     }
 }

@@ -53,7 +53,7 @@ impl<T: Read + Write> ReadWrite for T {}
 /// Checks that the server behind `endpoint` answers, and returns what it said.
 fn hello(backend: Backend, endpoint: &Endpoint) -> String {
     match backend {
-        Backend::Redis => {
+        Backend::Redis | Backend::RedisCluster => {
             assert_eq!(ask(endpoint, b"PING\r\n"), "+PONG\r\n", "{endpoint}");
             "+PONG".into()
         }
