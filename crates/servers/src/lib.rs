@@ -6,6 +6,10 @@
 //! command lines for the report, and a key prefix that keeps the suite's keys apart from anyone
 //! else's. The harness, not each test, owns this setup (see the sibling `kvbench-conformance`).
 //!
+//! [`Cluster::start`] does the same for a Redis Cluster of three primaries, each with its own
+//! port, socket and folder, joined by `redis-cli --cluster create` (or the external cluster that
+//! `REDIS_CLUSTER_URL` names), for the cluster clients: see [`cluster`].
+//!
 //! Two servers that are not processes serve the clients' own tests: [`script`] plays replies
 //! from bytes in memory (for unit tests and fuzz targets), [`silent`] accepts connections and never
 //! answers (for timeouts).
@@ -50,6 +54,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cluster;
 pub mod costs;
 mod probe;
 mod process;
@@ -67,8 +72,9 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub use cluster::{Cluster, ClusterNode, ExternalCluster};
 pub use kvbench_core::{Backend, Endpoint, Transport};
-pub use probe::AcceptedConnections;
+pub use probe::{AcceptedConnections, Reply};
 
 use process::{Handle, Spec};
 
@@ -740,33 +746,35 @@ fn connect_external(backend: Backend, external: External, timeout: Duration) -> 
     })
 }
 
-fn start_redis(handle: &Handle, program: PathBuf, options: &StartOptions) -> Result<ServerInfo> {
-    let dir = path_str(handle.dir());
-    let socket = handle.dir().join("redis.sock");
-    let log = handle.dir().join("redis.log");
+/// The arguments of a private `redis-server` on `port` whose socket (`redis.sock`), log
+/// (`redis.log`) and working files live in `dir`. The cluster's nodes add their own.
+fn redis_args(port: Option<u16>, dir: &Path, options: &StartOptions) -> Vec<String> {
+    let port = port.map(|port| port.to_string()).unwrap_or_default();
     let max_clients = options.max_connections.max(10_000).to_string();
-    let args = |port: Option<u16>| {
-        let port = port.map(|port| port.to_string()).unwrap_or_default();
-        #[rustfmt::skip]
-        let args = [
-            "--maxclients", &max_clients,
-            "--port", &port, "--bind", "127.0.0.1",
-            "--unixsocket", path_str(&socket), "--unixsocketperm", "700",
-            // No persistence: nothing to write on shutdown, so SIGTERM stops it at once.
-            "--save", "", "--appendonly", "no",
-            // A child we can wait for, not a daemon we would have to find again by pid file.
-            "--daemonize", "no",
-            "--dir", dir, "--logfile", path_str(&log),
-        ];
-        args.map(String::from).to_vec()
-    };
+    let (socket, log) = (dir.join("redis.sock"), dir.join("redis.log"));
+    #[rustfmt::skip]
+    let args = [
+        "--maxclients", &max_clients,
+        "--port", &port, "--bind", "127.0.0.1",
+        "--unixsocket", path_str(&socket), "--unixsocketperm", "700",
+        // No persistence: nothing to write on shutdown, so SIGTERM stops it at once.
+        "--save", "", "--appendonly", "no",
+        // A child we can wait for, not a daemon we would have to find again by pid file.
+        "--daemonize", "no",
+        "--dir", path_str(dir), "--logfile", path_str(&log),
+    ];
+    args.map(String::from).to_vec()
+}
+
+fn start_redis(handle: &Handle, program: PathBuf, options: &StartOptions) -> Result<ServerInfo> {
+    let args = |port: Option<u16>| redis_args(port, handle.dir(), options);
     let launch = Launch {
         backend: Backend::Redis,
         program,
         cpu: options.redis_cpu,
-        log: log.clone(),
+        log: handle.dir().join("redis.log"),
         tcp: true,
-        unix: Some(socket.clone()),
+        unix: Some(handle.dir().join("redis.sock")),
         args: &args,
     };
     let (process, version) = launch.run(handle, options.startup_timeout)?;

@@ -83,6 +83,119 @@ fn ask_memcached(conn: &mut Conn) -> Result<Answer, String> {
     })
 }
 
+/// A Redis reply, as [`Cluster::command`](crate::cluster::Cluster::command) returns it: what the
+/// cluster's set-up reads (`CLUSTER INFO`, `CLUSTER SLOTS`) and what a test asks one node
+/// (`CLUSTER SETSLOT`, `MIGRATE`, `CLUSTER GETKEYSINSLOT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+<text>`, such as `+OK`.
+    Status(String),
+    /// `-<text>`, such as `-MOVED 3999 127.0.0.1:7001`.
+    Error(String),
+    /// `:<n>`.
+    Integer(i64),
+    /// A bulk string; `None` for nil.
+    Bulk(Option<Vec<u8>>),
+    /// An array; `None` for nil.
+    Array(Option<Vec<Reply>>),
+}
+
+impl Reply {
+    /// The text of a status or bulk reply (bytes that are not UTF-8 replaced).
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Reply::Status(text) => Some(text.clone()),
+            Reply::Bulk(Some(bytes)) => Some(String::from_utf8_lossy(bytes).into_owned()),
+            _ => None,
+        }
+    }
+
+    /// The number of an integer reply.
+    pub fn integer(&self) -> Option<i64> {
+        match self {
+            Reply::Integer(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The elements of an array reply.
+    pub fn elements(&self) -> Option<&[Reply]> {
+        match self {
+            Reply::Array(Some(items)) => Some(items),
+            _ => None,
+        }
+    }
+}
+
+/// Deepest array nesting [`command`] accepts (`CLUSTER SLOTS` nests three levels).
+const MAX_DEPTH: usize = 8;
+
+/// Sends one command, in multi-bulk form, on a fresh connection, and reads its reply (at most
+/// [`MAX_REPLY`] bytes). The error is a one-line reason; an error reply is a [`Reply::Error`].
+pub(crate) fn command(
+    endpoint: &Endpoint,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> Result<Reply, String> {
+    let mut conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
+    let mut request = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        request.extend_from_slice(arg);
+        request.extend_from_slice(b"\r\n");
+    }
+    let bytes = conn.exchange(&request, |buf| !matches!(parse_reply(buf, 0), Ok(None)))?;
+    parse_reply(&bytes, 0)?
+        .map(|(reply, _)| reply)
+        .ok_or_else(|| "incomplete reply".into())
+}
+
+/// The reply at the start of `buf` and its length; `None` while it is incomplete. Nothing is
+/// sized by a length the peer claims: an array grows as its elements are parsed.
+fn parse_reply(buf: &[u8], depth: usize) -> Result<Option<(Reply, usize)>, String> {
+    let Some(end) = line_end(buf) else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&buf[1..end]).into_owned();
+    let number = || {
+        text.parse::<i64>()
+            .map_err(|_| format!("bad number {text:?} in a reply"))
+    };
+    let length = || usize::try_from(number()?).map_err(|_| format!("bad length {text:?}"));
+    let next = end + 2;
+    let reply = match buf[0] {
+        b'+' => (Reply::Status(text), next),
+        b'-' => (Reply::Error(text), next),
+        b':' => (Reply::Integer(number()?), next),
+        b'$' if text == "-1" => (Reply::Bulk(None), next),
+        b'*' if text == "-1" => (Reply::Array(None), next),
+        b'$' => {
+            let data_end = next.saturating_add(length()?);
+            if buf.len() < data_end.saturating_add(2) {
+                return Ok(None);
+            }
+            (
+                Reply::Bulk(Some(buf[next..data_end].to_vec())),
+                data_end + 2,
+            )
+        }
+        b'*' if depth < MAX_DEPTH => {
+            let (count, mut pos, mut items) = (length()?, next, Vec::new());
+            for _ in 0..count {
+                let Some((item, used)) = parse_reply(&buf[pos..], depth + 1)? else {
+                    return Ok(None);
+                };
+                items.push(item);
+                pos += used;
+            }
+            (Reply::Array(Some(items)), pos)
+        }
+        b'*' => return Err(format!("arrays nested deeper than {MAX_DEPTH}")),
+        other => return Err(format!("unknown reply type byte {other:#04x}")),
+    };
+    Ok(Some(reply))
+}
+
 /// A connection of its own to one server, kept open, that asks how many connections the server
 /// has accepted so far: Redis's `total_connections_received` (`INFO stats`), memcached's
 /// `total_connections` (`stats`). The difference between two counts is the connections opened
@@ -245,6 +358,28 @@ mod tests {
         assert!(!bulk_complete(b"$5\r\nhello"));
         assert!(bulk_complete(b"$5\r\nhello\r\n"));
         assert!(bulk_complete(b"-ERR unknown command\r\n"));
+    }
+
+    #[test]
+    fn replies_parse_whole_or_not_at_all() {
+        let slots = b"*1\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n";
+        let (reply, used) = parse_reply(slots, 0).unwrap().unwrap();
+        assert_eq!(used, slots.len());
+        let range = &reply.elements().unwrap()[0];
+        assert_eq!(range.elements().unwrap()[1].integer(), Some(5460));
+        for cut in 0..slots.len() {
+            assert_eq!(parse_reply(&slots[..cut], 0), Ok(None), "cut at {cut}");
+        }
+        assert_eq!(
+            parse_reply(b"-MOVED 1 a:1\r\n", 0),
+            Ok(Some((Reply::Error("MOVED 1 a:1".into()), 14)))
+        );
+        assert_eq!(parse_reply(b"$-1\r\n", 0), Ok(Some((Reply::Bulk(None), 5))));
+        assert!(parse_reply(b"$-2\r\n", 0).is_err());
+        assert!(parse_reply(b"%1\r\n", 0).is_err());
+        assert!(parse_reply(&b"*1\r\n".repeat(9), 0).is_err());
+        // A claim of four billion elements waits for bytes; it reserves nothing.
+        assert_eq!(parse_reply(b"*4294967295\r\n:1\r\n", 0), Ok(None));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -184,6 +184,15 @@ impl Handle {
                 Ok(Some(status)) => Some(format!("exited early ({status})")),
                 Err(err) => Some(format!("cannot check whether it runs: {err}")),
             },
+        }
+    }
+
+    /// The slot's exit status once its process has exited by itself (a command run to its end,
+    /// such as `redis-cli --cluster create`); `Ok(None)` while it runs.
+    pub fn exit_status(&self, slot: usize) -> io::Result<Option<ExitStatus>> {
+        match &mut lock(&self.group).procs[slot].child {
+            None => Err(io::Error::other("stopped before it exited")),
+            Some(child) => child.try_wait(),
         }
     }
 

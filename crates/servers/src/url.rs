@@ -75,6 +75,23 @@ pub(crate) fn parse(backend: Backend, text: &str) -> Result<Endpoint, String> {
     }
 }
 
+/// `REDIS_CLUSTER_URL`, `redis://host:port[,host:port…]`, → one TCP endpoint per node named,
+/// each checked by [`parse`]'s rules for a Redis URL. A cluster announces its nodes by
+/// host:port, so only TCP is accepted.
+pub(crate) fn parse_cluster(text: &str) -> Result<Vec<Endpoint>, String> {
+    let Some(nodes) = text.strip_prefix("redis://") else {
+        return Err(
+            "expected redis://host:port[,host:port…]: a cluster's nodes are reached \
+                    over TCP"
+                .into(),
+        );
+    };
+    nodes
+        .split(',')
+        .map(|node| parse(Backend::Redis, &format!("redis://{node}")))
+        .collect()
+}
+
 fn example(backend: Backend) -> &'static str {
     match backend {
         Backend::Redis | Backend::RedisCluster => "redis://127.0.0.1:6379",
@@ -154,6 +171,38 @@ mod tests {
             unix("/tmp/m.sock")
         );
         assert_eq!(parse(Memcached, "unix:///tmp/m.sock"), unix("/tmp/m.sock"));
+    }
+
+    #[test]
+    fn cluster_forms() {
+        let nodes =
+            |addrs: &[&str]| Ok(addrs.iter().map(|a| Endpoint::Tcp(a.to_string())).collect());
+        assert_eq!(
+            parse_cluster("redis://127.0.0.1:7000"),
+            nodes(&["127.0.0.1:7000"])
+        );
+        assert_eq!(
+            parse_cluster("redis://a:7000,b,[::1]:7002/"),
+            nodes(&["a:7000", "b:6379", "[::1]:7002"])
+        );
+        let cases = [
+            ("127.0.0.1:7000", "redis://host:port"),
+            ("redis+unix:///tmp/r.sock", "over TCP"),
+            ("redis://a:7000,,b:7001", "missing host"),
+            ("redis://a:7000,b:0", "bad port"),
+            ("redis://a:7000,:secret@b:7001", "'@'"),
+            ("redis://a:7000,b:7001?x=1", "'?'"),
+            ("redis://a:7000/3,b:7001", "database"),
+        ];
+        for (url, needle) in cases {
+            match parse_cluster(url) {
+                Err(reason) => assert!(
+                    reason.contains(needle),
+                    "{url}: {reason:?} lacks {needle:?}"
+                ),
+                Ok(endpoints) => panic!("{url} was accepted as {endpoints:?}"),
+            }
+        }
     }
 
     #[test]

@@ -1,19 +1,20 @@
 //! Real servers, real processes: start, answer, stop, and leave nothing behind — after a drop, a
 //! panic, Ctrl-C, SIGTERM, an exit without a drop, and SIGKILL.
 
-use std::collections::HashMap;
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{cpus_allowed, env_of, gone};
 use kvbench_servers::{Backend, Endpoint, Error, External, Servers, StartOptions, Transport};
 
 const BACKENDS: [Backend; 2] = [Backend::Redis, Backend::Memcached];
@@ -70,18 +71,6 @@ fn all_pids(servers: &Servers) -> Vec<u32> {
         .iter()
         .flat_map(|&backend| servers.info(backend).pids())
         .collect()
-}
-
-/// True once no process `pid` exists (a zombie still exists: our children must be reaped).
-fn gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 #[test]
@@ -155,15 +144,6 @@ fn private_servers_answer_everywhere_and_vanish_on_drop() {
     assert!(!dir.exists(), "{} not removed", dir.display());
 }
 
-fn cpus_allowed(pid: u32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("Cpus_allowed_list:"))
-        .unwrap();
-    line.split_once(':').unwrap().1.trim().to_string()
-}
-
 #[test]
 fn pinned_servers_run_only_on_their_cpu() {
     let last_cpu = thread::available_parallelism().map_or(1, |n| n.get()) - 1;
@@ -200,18 +180,6 @@ fn a_cpu_we_may_not_use_is_refused_before_anything_starts() {
         ),
         "{err}"
     );
-}
-
-/// An environment for `start_with_env`: these variables, plus the real PATH unless given.
-fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
-    let mut map: HashMap<String, OsString> = vars
-        .iter()
-        .map(|(name, value)| (name.to_string(), OsString::from(value)))
-        .collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        map.entry("PATH".into()).or_insert(path);
-    }
-    move |name| map.get(name).cloned()
 }
 
 #[test]
