@@ -65,14 +65,26 @@ pub fn run(clients: &[ClientSpec]) -> ExitCode {
         memcached_cpu: cpu,
         ..StartOptions::default()
     };
-    let servers = match Servers::start(&options) {
-        Ok(servers) => Arc::new(servers),
+    let mut servers = match Servers::start(&options) {
+        Ok(servers) => servers,
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::FAILURE;
         }
     };
-    for backend in [Backend::Redis, Backend::Memcached] {
+    let mut backends = vec![Backend::Redis, Backend::Memcached];
+    if clients
+        .iter()
+        .any(|spec| spec.backend == Backend::RedisCluster)
+    {
+        if let Err(err) = servers.start_cluster(&options) {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+        backends.push(Backend::RedisCluster);
+    }
+    let servers = Arc::new(servers);
+    for backend in backends {
         let info = servers.info(backend);
         let endpoints: Vec<String> = info.endpoints.iter().map(ToString::to_string).collect();
         let origin = if info.external { "external" } else { "private" };

@@ -28,6 +28,7 @@
 //! ever flushed.
 #![deny(missing_docs)]
 
+pub mod cluster;
 pub mod kit;
 mod operations;
 mod reference;
@@ -39,6 +40,7 @@ use std::time::{Duration, Instant};
 use kvbench_core::{Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Transport};
 use kvbench_servers::Servers;
 
+pub use cluster::{CLUSTER_BEHAVIOURS, ClusterBehaviour};
 pub use operations::{
     BATCH_KEYS, SLOW_BATCH_KEYS, SLOW_TRANSACTION_KEYS, SLOW_TRANSACTION_ROUNDS, TRANSACTION_KEYS,
     TRANSACTION_ROUNDS,
@@ -508,6 +510,7 @@ pub struct KitCase {
 enum Check {
     Client(&'static Behaviour),
     Shared(&'static SharedBehaviour, kvbench_core::ConnectSharedFn),
+    Cluster(&'static ClusterBehaviour),
 }
 
 impl KitCase {
@@ -516,6 +519,7 @@ impl KitCase {
         match self.check {
             Check::Client(behaviour) => behaviour.name,
             Check::Shared(behaviour, _) => behaviour.name,
+            Check::Cluster(behaviour) => behaviour.name,
         }
     }
 
@@ -524,7 +528,29 @@ impl KitCase {
         match self.check {
             Check::Client(behaviour) => self.run_client(behaviour),
             Check::Shared(behaviour, connect) => self.run_shared(behaviour, connect),
+            Check::Cluster(behaviour) => self.run_cluster(behaviour),
         }
+    }
+
+    fn run_cluster(&self, behaviour: &ClusterBehaviour) -> Result<(), String> {
+        let on = if behaviour.own_cluster {
+            cluster::OnCluster::Own(cluster::start_own_cluster()?)
+        } else {
+            cluster::OnCluster::Shared(self.servers.cluster().ok_or("no cluster was started")?)
+        };
+        let prefix = match &on {
+            cluster::OnCluster::Shared(cluster) => cluster.key_prefix(),
+            cluster::OnCluster::Own(_) => "",
+        };
+        let namespace = format!("{prefix}kit:{}:", self.name);
+        let mut case = cluster::ClusterCase::connect(self.spec.connect, on, namespace)?;
+        let verdict = case.run(behaviour).map_err(|failure| failure.to_string());
+        if case.cluster().is_external() {
+            // Leave nothing behind on a cluster we do not own.
+            let seed = case.cluster().seed();
+            Reference::connect(Backend::RedisCluster, &seed)?.delete_many(&case.written)?;
+        }
+        verdict
     }
 
     fn run_shared(
@@ -655,6 +681,17 @@ pub fn cases(servers: &Arc<Servers>, clients: &[ClientSpec]) -> Vec<KitCase> {
             for behaviour in BEHAVIOURS {
                 let check = Check::Client(behaviour);
                 cases.push(case(behaviour.name, behaviour.operation, check));
+            }
+            if spec.backend == Backend::RedisCluster {
+                for behaviour in CLUSTER_BEHAVIOURS {
+                    let mut case = case(behaviour.name, None, Check::Cluster(behaviour));
+                    if behaviour.own_cluster && servers.is_external(spec.backend) {
+                        case.unavailable.get_or_insert_with(|| {
+                            format!("the cluster is external: {}", cluster::OWN_CLUSTER_NEEDS)
+                        });
+                    }
+                    cases.push(case);
+                }
             }
             let Some(connect) = spec.concurrency.connect_shared() else {
                 continue;

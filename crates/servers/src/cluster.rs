@@ -105,7 +105,7 @@ impl ExternalCluster {
                 seeds,
             }),
             Err(reason) => Err(Error::BadUrl {
-                backend: Backend::Redis,
+                backend: Backend::RedisCluster,
                 url: url.to_string(),
                 reason,
             }),
@@ -175,7 +175,7 @@ impl Cluster {
             None => None,
             Some(value) => Some(ExternalCluster::parse(value.to_str().ok_or_else(
                 || Error::BadUrl {
-                    backend: Backend::Redis,
+                    backend: Backend::RedisCluster,
                     url: value.to_string_lossy().into_owned(),
                     reason: format!("{REDIS_CLUSTER_URL_VAR} is not valid UTF-8"),
                 },
@@ -251,7 +251,7 @@ impl Cluster {
     pub fn command(&self, node: &ClusterNode, args: &[&[u8]]) -> Result<Reply> {
         let endpoint = node.endpoint();
         probe::command(&endpoint, args, self.timeout).map_err(|reason| Error::Unreachable {
-            backend: Backend::Redis,
+            backend: Backend::RedisCluster,
             endpoint,
             reason,
         })
@@ -264,7 +264,7 @@ impl Cluster {
             &self.handle,
             self.nodes.get(index).and_then(|node| node.process),
         ) else {
-            return Err(Error::NotPrivate(Backend::Redis));
+            return Err(Error::NotPrivate(Backend::RedisCluster));
         };
         handle.0.stop(self.info.processes[process].slot);
         Ok(())
@@ -279,7 +279,12 @@ impl Cluster {
                 .iter()
                 .all(|process| handle.0.why_not_running(process.slot).is_none()),
             None => self.nodes.iter().all(|node| {
-                probe::ask(Backend::Redis, &node.endpoint(), crate::PROBE_TIMEOUT).is_ok()
+                probe::ask(
+                    Backend::RedisCluster,
+                    &node.endpoint(),
+                    crate::PROBE_TIMEOUT,
+                )
+                .is_ok()
             }),
         }
     }
@@ -289,8 +294,8 @@ fn start_private(
     options: &StartOptions,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Cluster> {
-    crate::check_cpu(Backend::Redis, options.redis_cpu)?;
-    let server = find_binary(Backend::Redis, env)?;
+    crate::check_cpu(Backend::RedisCluster, options.redis_cpu)?;
+    let server = find_binary(Backend::RedisCluster, env)?;
     let cli = find_cli(&server, env)?;
     // From here on, `handle` owns whatever was started: an early return stops it all.
     let handle = Handle::new(private_dir()?).map_err(Error::SignalHandler)?;
@@ -318,7 +323,7 @@ fn start_private(
         .collect();
     Ok(Cluster {
         info: ServerInfo {
-            backend: Backend::Redis,
+            backend: Backend::RedisCluster,
             version,
             external: false,
             url: None,
@@ -410,7 +415,7 @@ fn start_node(
         args
     };
     Launch {
-        backend: Backend::Redis,
+        backend: Backend::RedisCluster,
         program: program.to_path_buf(),
         cpu: options.redis_cpu,
         log: dir.join("redis.log"),
@@ -449,13 +454,13 @@ fn create_cluster(
         log: log.clone(),
     };
     let not_ready = |reason: String| Error::NotReady {
-        backend: Backend::Redis,
+        backend: Backend::RedisCluster,
         reason,
         log: log.clone(),
         log_tail: read_log_tail(&log, 0),
     };
     let slot = handle.add(spec).map_err(|source| Error::Spawn {
-        backend: Backend::Redis,
+        backend: Backend::RedisCluster,
         program: cli,
         source,
     })?;
@@ -499,7 +504,7 @@ fn wait_until_ok(processes: &[ProcessInfo], timeout: Duration) -> Result<Vec<Clu
         if Instant::now() >= deadline {
             let log = processes[0].log.clone();
             return Err(Error::NotReady {
-                backend: Backend::Redis,
+                backend: Backend::RedisCluster,
                 reason: format!("the cluster is not ready within {timeout:?} (last: {last})"),
                 log_tail: read_log_tail(&log, 0),
                 log,
@@ -603,13 +608,13 @@ fn slot_range(
 fn connect_external(external: ExternalCluster, timeout: Duration) -> Result<Cluster> {
     let mut last = None;
     for seed in &external.seeds {
-        let answer = probe::ask(Backend::Redis, seed, timeout)
+        let answer = probe::ask(Backend::RedisCluster, seed, timeout)
             .and_then(|answer| Ok((answer, cluster_view(seed, timeout)?)));
         match answer {
             Ok((answer, nodes)) => {
                 return Ok(Cluster {
                     info: ServerInfo {
-                        backend: Backend::Redis,
+                        backend: Backend::RedisCluster,
                         version: answer.version,
                         external: true,
                         url: Some(external.url.clone()),
@@ -631,7 +636,7 @@ fn connect_external(external: ExternalCluster, timeout: Duration) -> Result<Clus
         (none, "the URL names no node".into())
     });
     Err(Error::Unreachable {
-        backend: Backend::Redis,
+        backend: Backend::RedisCluster,
         endpoint,
         reason,
     })

@@ -348,6 +348,10 @@ pub struct Servers {
     startup_timeout: Duration,
     /// Owns the private processes and directory; `None` if both servers are external.
     handle: Option<Handle>,
+    /// The Redis Cluster, once [`start_cluster`](Servers::start_cluster) has started it.
+    cluster: Option<Cluster>,
+    /// What [`info`](Servers::info) says of a cluster not started: no endpoint.
+    no_cluster: ServerInfo,
 }
 
 impl fmt::Debug for Servers {
@@ -399,8 +403,26 @@ impl Servers {
         match backend {
             Backend::Redis => &self.redis,
             Backend::Memcached => &self.memcached,
-            Backend::RedisCluster => todo!("CLUSTER-INTEGRATION"),
+            Backend::RedisCluster => self
+                .cluster
+                .as_ref()
+                .map_or(&self.no_cluster, Cluster::info),
         }
+    }
+
+    /// Starts the Redis Cluster next to the other servers (or uses `REDIS_CLUSTER_URL`'s), with
+    /// the same options, for the [`Backend::RedisCluster`] clients; until then that backend has
+    /// no endpoint. Three more processes and about a second: only the runs that need it pay.
+    pub fn start_cluster(&mut self, options: &StartOptions) -> Result<()> {
+        if self.cluster.is_none() {
+            self.cluster = Some(Cluster::start(options)?);
+        }
+        Ok(())
+    }
+
+    /// The Redis Cluster, if started.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.cluster.as_ref()
     }
 
     /// Where to reach `backend` over `transport`; `None` if it does not listen there (an
@@ -430,7 +452,9 @@ impl Servers {
     /// The prefix every key on `backend` must carry: empty for a private server,
     /// `kvbench:<pid>-<unix-nanos>:` for an external one. See the crate docs on key safety.
     pub fn key_prefix(&self, backend: Backend) -> &str {
-        if self.is_external(backend) {
+        if let (Backend::RedisCluster, Some(cluster)) = (backend, &self.cluster) {
+            cluster.key_prefix()
+        } else if self.is_external(backend) {
             &self.run_prefix
         } else {
             ""
@@ -462,6 +486,9 @@ impl Servers {
     /// Stops a private server's processes (for fault tests); [`restart`](Servers::restart)
     /// brings them back.
     pub fn stop(&mut self, backend: Backend) -> Result<()> {
+        if let (Backend::RedisCluster, Some(cluster)) = (backend, &mut self.cluster) {
+            return (0..cluster.nodes().len()).try_for_each(|node| cluster.stop_node(node));
+        }
         let handle = self.private(backend)?;
         for process in &self.info(backend).processes {
             handle.stop(process.slot);
@@ -477,7 +504,9 @@ impl Servers {
         let info = match backend {
             Backend::Redis => &mut self.redis,
             Backend::Memcached => &mut self.memcached,
-            Backend::RedisCluster => todo!("CLUSTER-INTEGRATION"),
+            // A cluster is not restarted: its nodes would come back with their slot map, but a
+            // test that needs a fresh cluster starts one.
+            Backend::RedisCluster => return Err(Error::NotPrivate(backend)),
         };
         let (Some(handle), false) = (&self.handle, info.external) else {
             return Err(Error::NotPrivate(backend));
@@ -599,6 +628,15 @@ fn start(
         run_prefix: run_prefix(),
         startup_timeout: timeout,
         handle,
+        cluster: None,
+        no_cluster: ServerInfo {
+            backend: Backend::RedisCluster,
+            version: "not started".into(),
+            external: false,
+            url: None,
+            endpoints: Vec::new(),
+            processes: Vec::new(),
+        },
     })
 }
 
