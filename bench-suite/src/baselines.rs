@@ -132,6 +132,12 @@ fn plan(w: &Workload, prepare: &mut PrepareKey<'_>) -> Result<Plan> {
         note,
     };
     Ok(match cell.op {
+        // In cluster mode it puts a hash tag of each node's into its key: a run of SETs fills
+        // those keys, then the GETs run (the row is the last line, GET's).
+        Op::Get if cell.backend == Backend::RedisCluster => one(
+            words(&["-t", "set,get", "-d", &size]),
+            "in cluster mode, after SETs that fill its keys (one per node); the row is the GETs'",
+        ),
         // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
         Op::Get => {
             prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
@@ -210,6 +216,10 @@ fn run_redis_benchmark(
         }
         Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
     };
+    if cell.backend == Backend::RedisCluster {
+        // It reads the slot map from the node given, and sends each key to its node.
+        common.push("--cluster".into());
+    }
     let requests = requests(cell, mode, plan.items_per_request);
     // -c: its event loop drives the cell's callers as that many connections from one thread.
     common.extend(["-c".to_string(), cell.concurrency.to_string()]);

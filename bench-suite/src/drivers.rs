@@ -3,12 +3,13 @@
 //! own.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Endpoint, Error, Options, Result};
 use tokio::runtime::Runtime;
 
-use crate::matrix::{Cell, Op, SET_EX_TTL};
+use crate::matrix::{CLUSTER_GET_KEYS, Cell, Op, SET_EX_TTL};
 
 /// The keys and bytes of one cell, prepared once before anything is timed.
 #[derive(Clone)]
@@ -35,7 +36,11 @@ impl Workload {
         let size = cell.value_size;
         // Keys on the server carry the run prefix; a hash's fields live inside its (prefixed)
         // key and need none of their own.
+        let cluster = cell.backend == Backend::RedisCluster;
         let items = match cell.op {
+            // A cluster's keys are spread over its nodes: each call reads the next of several
+            // keys, and the pipeline writes distinct keys, so that it is split by node.
+            Op::Get | Op::PipelineSet if cluster => Some(("spread".to_string(), true)),
             Op::GetMany | Op::GetManyPipelined => Some((format!("many:{size}"), true)),
             Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
                 Some(("txn".to_string(), true))
@@ -43,8 +48,12 @@ impl Workload {
             Op::Hash => Some(("field".to_string(), false)),
             Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => None,
         };
+        let count = match cell.op {
+            Op::Get => CLUSTER_GET_KEYS,
+            _ => cell.pipeline,
+        };
         let names: Vec<Vec<u8>> = match items {
-            Some((item, prefixed)) => (0..cell.pipeline)
+            Some((item, prefixed)) => (0..count)
                 .map(|i| format!("{item}:{i}").into_bytes())
                 .map(|name| if prefixed { key(&name) } else { name })
                 .collect(),
@@ -89,7 +98,9 @@ impl Workload {
     /// builds nothing.
     pub fn args(&self) -> Args<'_> {
         let items = match self.cell.op {
-            Op::PipelineSet => vec![(&self.key[..], &self.value[..]); self.cell.pipeline],
+            Op::PipelineSet if self.names.is_empty() => {
+                vec![(&self.key[..], &self.value[..]); self.cell.pipeline]
+            }
             _ => (self.names.iter())
                 .zip(&self.values)
                 .map(|(name, value)| (&name[..], &value[..]))
@@ -98,6 +109,7 @@ impl Workload {
         Args {
             items,
             keys: self.names.iter().map(Vec::as_slice).collect(),
+            turn: AtomicUsize::new(0),
         }
     }
 
@@ -120,6 +132,8 @@ pub struct Args<'a> {
     pub items: Vec<(&'a [u8], &'a [u8])>,
     /// The keys read.
     pub keys: Vec<&'a [u8]>,
+    /// Calls made so far of a GET over several keys: which key the next one reads.
+    turn: AtomicUsize,
 }
 
 impl Args<'_> {
@@ -128,6 +142,16 @@ impl Args<'_> {
         Args {
             items: self.items[..n.min(self.items.len())].to_vec(),
             keys: self.keys[..n.min(self.keys.len())].to_vec(),
+            turn: AtomicUsize::new(0),
+        }
+    }
+
+    /// The key a GET reads: the cell's one key, or (a cluster's GET) the next of its keys, in
+    /// turn, so that every node serves some of the calls.
+    fn get_key<'k>(&'k self, w: &'k Workload) -> &'k [u8] {
+        match self.keys.len() {
+            0 => &w.key,
+            keys => self.keys[self.turn.fetch_add(1, Ordering::Relaxed) % keys],
         }
     }
 }
@@ -214,7 +238,7 @@ fn miss(got: Option<Vec<u8>>) -> Result<()> {
 pub fn run_sync(client: &mut dyn Client, w: &Workload, args: &Args) -> Result<()> {
     let size = w.cell.value_size;
     match w.cell.op {
-        Op::Get => check_hit(client.get(&w.key)?, w.value.len()),
+        Op::Get => check_hit(client.get(args.get_key(w))?, w.value.len()),
         Op::GetMiss => miss(client.get(&w.key)?),
         Op::Set => client.set(&w.key, &w.value),
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL),
@@ -241,7 +265,7 @@ pub fn run_sync(client: &mut dyn Client, w: &Workload, args: &Args) -> Result<()
 pub async fn run_async(client: &mut dyn AsyncClient, w: &Workload, args: &Args<'_>) -> Result<()> {
     let size = w.cell.value_size;
     match w.cell.op {
-        Op::Get => check_hit(client.get(&w.key).await?, w.value.len()),
+        Op::Get => check_hit(client.get(args.get_key(w)).await?, w.value.len()),
         Op::GetMiss => miss(client.get(&w.key).await?),
         Op::Set => client.set(&w.key, &w.value).await,
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL).await,

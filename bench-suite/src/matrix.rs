@@ -84,7 +84,9 @@ impl Cell {
     /// Whether the loopback floor is measured in this cell: one caller, and one of the
     /// operations whose exact request and reply the floor knows (GET, SET, SET EX).
     pub fn has_floor(&self) -> bool {
-        self.concurrency == 1 && matches!(self.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx)
+        self.concurrency == 1
+            && self.backend != Backend::RedisCluster
+            && matches!(self.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx)
     }
 
     /// The optional operation of the contract a client must implement to serve this cell
@@ -175,10 +177,35 @@ fn operation_cells() -> Vec<Cell> {
     cells
 }
 
+/// The Redis Cluster cells, over TCP only (a cluster announces its nodes by address, so no
+/// cluster client here speaks Unix sockets): GET 3 B of keys spread over every node, SET 3 B,
+/// and a pipelined SET of [`CLUSTER_PIPELINE`] distinct keys spread over every slot. The same
+/// clients' single-server cells are in the same run: the difference is what routing costs.
+pub fn cluster_cells() -> Vec<Cell> {
+    cells_on(
+        &[Backend::RedisCluster],
+        &[
+            (Op::Get, 3, 1),
+            (Op::Set, 3, 1),
+            (Op::PipelineSet, 3, CLUSTER_PIPELINE),
+        ],
+    )
+    .into_iter()
+    .filter(|cell| cell.transport == Transport::Tcp)
+    .collect()
+}
+
+/// Items of the cluster's pipelined SET, each a key of its own.
+pub const CLUSTER_PIPELINE: usize = 100_000;
+
+/// Keys the cluster's GET cell reads in turn: enough to put several on every node.
+pub const CLUSTER_GET_KEYS: usize = 30;
+
 /// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
 /// pipelined SET at depths 1,000 / 100,000 / 1,000,000; the optional operations (INCR,
 /// `get_many` both ways, hash, transaction three ways); then GET 3 B and SET 3 B with each
-/// number of `callers` in flight; TCP and Unix; Redis and memcached.
+/// number of `callers` in flight; TCP and Unix; Redis and memcached; then the Redis Cluster's
+/// cells.
 pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
         (Op::Get, 3, 1),
@@ -195,6 +222,7 @@ pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     ]);
     cells.extend(operation_cells());
     cells.extend(concurrency_cells(&[(Op::Get, 3), (Op::Set, 3)], callers));
+    cells.extend(cluster_cells());
     cells
 }
 
@@ -221,6 +249,7 @@ pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
             .filter(tcp),
     );
     cells.extend(concurrency_cells(&[(Op::Get, 3)], callers));
+    cells.extend(cluster_cells());
     cells
 }
 

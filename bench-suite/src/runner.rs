@@ -21,7 +21,9 @@ use anyhow::{Context, Result};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, ClientSpec, Options};
-use kvbench_results::{Kind, Server, Servers as ServersRecord};
+use kvbench_results::{
+    ClusterNodeRecord, ClusterRecord, Kind, Server, Servers as ServersRecord,
+};
 use kvbench_servers::{Servers, StartOptions};
 
 /// Pipelines at least this deep, through a client without pipelining, are timed by a single
@@ -631,7 +633,7 @@ fn entries<'a>(h: &Harness, cell: &Cell, specs: &'a [ClientSpec]) -> Vec<Entry<'
     if cell.has_floor() {
         entries.push(Entry::Floor);
     }
-    if cell.backend == Backend::Redis {
+    if cell.backend.is_redis() {
         entries.push(Entry::RedisBenchmark);
     }
     if baselines::memaslap_serves(cell) {
@@ -980,13 +982,18 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
     raise_open_file_limit(max_concurrency)?;
     // Servers first: the thread that starts (and restarts) them must keep every CPU, and the
     // bench's own pinning below applies to this thread only.
-    let servers = Servers::start(&StartOptions {
+    let server_options = StartOptions {
         redis_cpu: placement.server_cpu,
         memcached_cpu: placement.server_cpu,
         // The callers, redis-benchmark's or memaslap's connections, and a few more.
         max_connections: max_concurrency + 64,
         ..StartOptions::default()
-    })?;
+    };
+    let mut servers = Servers::start(&server_options)?;
+    if (settings.cells().iter()).any(|cell| cell.backend == Backend::RedisCluster) {
+        // Its three nodes go where the single Redis goes (`redis_cpu`).
+        servers.start_cluster(&server_options)?;
+    }
     if let Some(cpu) = placement.client_cpu {
         kvbench_servers::pin_current_thread(cpu)
             .with_context(|| format!("pinning the bench to CPU {cpu}"))?;
@@ -1027,6 +1034,19 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         servers: ServersRecord {
             redis: server_record(&servers, Backend::Redis),
             memcached: server_record(&servers, Backend::Memcached),
+            redis_cluster: servers.cluster().map(|cluster| ClusterRecord {
+                server: server_record(&servers, Backend::RedisCluster),
+                create_command: cluster.create_command().map(str::to_string),
+                nodes: (cluster.nodes().iter())
+                    .map(|node| ClusterNodeRecord {
+                        addr: node.addr.clone(),
+                        id: node.id.clone(),
+                        slots: (node.slots.iter())
+                            .map(|slots| format!("{}-{}", slots.start(), slots.end()))
+                            .collect(),
+                    })
+                    .collect(),
+            }),
         },
         duration_s: 0.0,
         criterion_args: format!(

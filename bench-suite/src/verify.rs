@@ -34,9 +34,9 @@ fn expect(got: Option<Vec<u8>>, want: Option<&[u8]>, what: &str) -> Result<(), S
 /// absent, the counter is stored (at 0), each `get_many` key holds its value.
 pub fn prepare(reference: &mut Reference, w: &Workload) -> Result<(), String> {
     match w.cell.op {
-        Op::Get | Op::Incr => reference.set(&w.key, &w.value),
+        Op::Get | Op::Incr if w.names.is_empty() => reference.set(&w.key, &w.value),
         Op::GetMiss => reference.delete_many(std::slice::from_ref(&w.key)),
-        Op::GetMany | Op::GetManyPipelined => {
+        Op::Get | Op::GetMany | Op::GetManyPipelined => {
             (w.names.iter().zip(&w.values)).try_for_each(|(key, value)| reference.set(key, value))
         }
         _ => Ok(()),
@@ -85,10 +85,19 @@ fn check(
     let client_err = Ok;
     let start = Instant::now();
     match w.cell.op {
-        Op::Get => {
+        Op::Get if w.names.is_empty() => {
             let got = client.get(&w.key).map_err(client_err)?;
             *took = start.elapsed();
             expect(got, Some(&w.value), "GET").map_err(Err)
+        }
+        // A cluster's GET cell reads its keys in turn: each must hold its own value.
+        Op::Get => {
+            for (key, value) in w.names.iter().zip(&w.values) {
+                let got = client.get(key).map_err(client_err)?;
+                expect(got, Some(value), "GET").map_err(Err)?;
+            }
+            *took = start.elapsed() / w.names.len() as u32;
+            Ok(())
         }
         Op::GetMiss => {
             let got = client.get(&w.key).map_err(client_err)?;

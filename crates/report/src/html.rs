@@ -31,7 +31,7 @@ struct Page<'a> {
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
     environment: Vec<(&'static str, String)>,
-    servers: [(&'static str, &'a kvbench_results::Server); 2],
+    servers: Vec<(&'static str, kvbench_results::Server)>,
     defects: &'a [kvbench_results::KnownDefect],
     criterion_index: Option<String>,
     rows: usize,
@@ -215,10 +215,7 @@ pub fn render(
             })
             .collect(),
         environment: model::environment(results),
-        servers: [
-            ("Redis", &run.servers.redis),
-            ("memcached", &run.servers.memcached),
-        ],
+        servers: servers(&run.servers),
         defects: &run.known_defects,
         criterion_index: check::existing_inside(dir, CRITERION_INDEX)
             .then(|| format::url_path(CRITERION_INDEX)),
@@ -234,6 +231,33 @@ pub fn render(
         template::render("report.html", &page),
         template::render("summary.md", &page),
     )
+}
+
+/// The run's servers for the environment table: the Redis Cluster's row also says how it was
+/// joined and which slots each node served.
+fn servers(servers: &kvbench_results::Servers) -> Vec<(&'static str, kvbench_results::Server)> {
+    let mut rows = vec![
+        ("Redis", servers.redis.clone()),
+        ("memcached", servers.memcached.clone()),
+    ];
+    if let Some(cluster) = &servers.redis_cluster {
+        let slots = (cluster.nodes.iter())
+            .map(|node| format!("{} slots {}", node.addr, node.slots.join(",")))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let created = (cluster.create_command.as_deref())
+            .map(|command| format!(" ; joined by {command}"))
+            .unwrap_or_default();
+        let config = format!("{}{created} ; {slots}", cluster.server.config);
+        rows.push((
+            "Redis Cluster",
+            kvbench_results::Server {
+                config,
+                ..cluster.server.clone()
+            },
+        ));
+    }
+    rows
 }
 
 fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {

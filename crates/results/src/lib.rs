@@ -150,6 +150,34 @@ pub struct Servers {
     pub redis: Server,
     /// memcached.
     pub memcached: Server,
+    /// The Redis Cluster, in a run with cluster cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_cluster: Option<ClusterRecord>,
+}
+
+/// A Redis Cluster: its nodes' version and command lines (or the URL it was given by), how it
+/// was joined, and which slots each node served when the run started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterRecord {
+    /// The nodes, as one server: version, every node's command line (`;`-separated), external.
+    pub server: Server,
+    /// The `redis-cli --cluster create …` command that joined a private cluster.
+    pub create_command: Option<String>,
+    /// The primaries, in the order of their slots.
+    pub nodes: Vec<ClusterNodeRecord>,
+}
+
+/// One primary of a Redis Cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterNodeRecord {
+    /// `host:port`, as the cluster announces it.
+    pub addr: String,
+    /// Its node id.
+    pub id: String,
+    /// The slot ranges it served, `first-last` (`0-5460`).
+    pub slots: Vec<String>,
 }
 
 /// One server.

@@ -348,8 +348,9 @@ pub struct Servers {
     startup_timeout: Duration,
     /// Owns the private processes and directory; `None` if both servers are external.
     handle: Option<Handle>,
-    /// The Redis Cluster, once [`start_cluster`](Servers::start_cluster) has started it.
-    cluster: Option<Cluster>,
+    /// The Redis Cluster, once [`start_cluster`](Servers::start_cluster) has started it, and
+    /// the options it was started with (a restart starts a new one with them).
+    cluster: Option<(Cluster, StartOptions)>,
     /// What [`info`](Servers::info) says of a cluster not started: no endpoint.
     no_cluster: ServerInfo,
 }
@@ -403,10 +404,10 @@ impl Servers {
         match backend {
             Backend::Redis => &self.redis,
             Backend::Memcached => &self.memcached,
-            Backend::RedisCluster => self
-                .cluster
-                .as_ref()
-                .map_or(&self.no_cluster, Cluster::info),
+            Backend::RedisCluster => match &self.cluster {
+                Some((cluster, _)) => cluster.info(),
+                None => &self.no_cluster,
+            },
         }
     }
 
@@ -415,14 +416,14 @@ impl Servers {
     /// no endpoint. Three more processes and about a second: only the runs that need it pay.
     pub fn start_cluster(&mut self, options: &StartOptions) -> Result<()> {
         if self.cluster.is_none() {
-            self.cluster = Some(Cluster::start(options)?);
+            self.cluster = Some((Cluster::start(options)?, options.clone()));
         }
         Ok(())
     }
 
     /// The Redis Cluster, if started.
     pub fn cluster(&self) -> Option<&Cluster> {
-        self.cluster.as_ref()
+        self.cluster.as_ref().map(|(cluster, _)| cluster)
     }
 
     /// Where to reach `backend` over `transport`; `None` if it does not listen there (an
@@ -452,7 +453,7 @@ impl Servers {
     /// The prefix every key on `backend` must carry: empty for a private server,
     /// `kvbench:<pid>-<unix-nanos>:` for an external one. See the crate docs on key safety.
     pub fn key_prefix(&self, backend: Backend) -> &str {
-        if let (Backend::RedisCluster, Some(cluster)) = (backend, &self.cluster) {
+        if let (Backend::RedisCluster, Some(cluster)) = (backend, self.cluster()) {
             cluster.key_prefix()
         } else if self.is_external(backend) {
             &self.run_prefix
@@ -486,7 +487,7 @@ impl Servers {
     /// Stops a private server's processes (for fault tests); [`restart`](Servers::restart)
     /// brings them back.
     pub fn stop(&mut self, backend: Backend) -> Result<()> {
-        if let (Backend::RedisCluster, Some(cluster)) = (backend, &mut self.cluster) {
+        if let (Backend::RedisCluster, Some((cluster, _))) = (backend, &mut self.cluster) {
             return (0..cluster.nodes().len()).try_for_each(|node| cluster.stop_node(node));
         }
         let handle = self.private(backend)?;
@@ -498,14 +499,26 @@ impl Servers {
 
     /// Stops (if running) and starts again a private server's processes, with the same
     /// arguments, port and socket path, and waits until they answer. The pids change.
+    ///
+    /// A private cluster is not restarted node by node: a new one is started in its place, with
+    /// the same options (on new ports), so no slot migration or stopped node of a test remains.
     pub fn restart(&mut self, backend: Backend) -> Result<()> {
+        if let (Backend::RedisCluster, Some((cluster, options))) = (backend, &self.cluster) {
+            if cluster.is_external() {
+                return Err(Error::NotPrivate(backend));
+            }
+            let options = options.clone();
+            // The old one stops (and its directory goes) before the new one starts.
+            self.cluster = None;
+            self.cluster = Some((Cluster::start_private(&options)?, options));
+            return Ok(());
+        }
         let timeout = self.startup_timeout;
         // Borrows of disjoint fields: the handle is read while the info's pids are updated.
         let info = match backend {
             Backend::Redis => &mut self.redis,
             Backend::Memcached => &mut self.memcached,
-            // A cluster is not restarted: its nodes would come back with their slot map, but a
-            // test that needs a fresh cluster starts one.
+            // Not started: there is nothing to restart.
             Backend::RedisCluster => return Err(Error::NotPrivate(backend)),
         };
         let (Some(handle), false) = (&self.handle, info.external) else {
@@ -532,6 +545,9 @@ impl Servers {
     /// Private server: true if every one of its processes is running. External server: true if
     /// it answers within a second.
     pub fn is_alive(&self, backend: Backend) -> bool {
+        if backend == Backend::RedisCluster {
+            return self.cluster().is_some_and(Cluster::is_alive);
+        }
         let info = self.info(backend);
         match &self.handle {
             Some(handle) if !info.external => info
