@@ -33,6 +33,12 @@ pub fn all() -> Vec<ClientSpec> {
     ]
 }
 
+/// The Redis Cluster clients: each `connect`s to one seed node (`Endpoint::Tcp`) and finds the
+/// others. Not in [`all`], which is for single servers.
+pub fn cluster() -> Vec<ClientSpec> {
+    vec![kvbench_cluster::SPEC]
+}
+
 /// The client with this name, if any.
 pub fn by_name(name: &str) -> Option<ClientSpec> {
     all().into_iter().find(|spec| spec.name == name)

@@ -1,0 +1,574 @@
+//! `cluster`: one client, many servers — the client computes where each key lives (CRC16 of the
+//! key, mod 16,384, is its *slot*; a map says which node serves each slot) and sends the command
+//! straight there, over one connection per node. It gives up what cannot be answered by one node:
+//! `MGET` and `MULTI` across slots (Redis refuses them with `CROSSSLOT`, so `get_many` and
+//! `transaction` are not offered), and it pays for a map that can go stale. Compare it with
+//! `raw-tcp`, whose connection each node's is, and with `buffered`, whose pipeline `set_many`
+//! splits here by node.
+//!
+//! **What it teaches.** A Redis Cluster has no proxy: every node serves some of the 16,384 slots,
+//! and a client that asks the wrong node is told where to go instead of being served. So the
+//! client keeps the map itself ([`ClusterClient::refresh`], from `CLUSTER SLOTS`) and follows the
+//! two redirections a node may answer ([`Redirect`]):
+//! - `MOVED <slot> <host:port>`: the slot lives elsewhere now. The map is stale: read it again,
+//!   then retry there.
+//! - `ASK <slot> <host:port>`: the slot is being migrated and this key has already left. Ask
+//!   there once, after `ASKING` (which lets a node answer for a slot it is importing), and leave
+//!   the map alone: the other keys of the slot are still here.
+//!
+//! The slot is [`key_slot`]: the CRC16 of the key, or of its *hash tag* (the text between the
+//! first `{` and the next `}`, if not empty), so `{user1000}.following` and
+//! `{user1000}.followers` share a node. The CRC is the bitwise loop; Redis's own `crc16.c`
+//! computes the same function with a 256-entry table, one lookup per byte instead of eight steps.
+//!
+//! **Pipelining across nodes.** [`Client::set_many`] and [`Client::get_many_pipelined`] group
+//! the items by node and go in rounds: each round writes up to [`CHUNK_LEN`] of commands to
+//! *every* node before reading any reply, then reads each node's replies, so the nodes work in
+//! parallel while the client writes. Bounding each round is what keeps a million items from
+//! deadlocking: a chunk's replies always fit in the socket buffers, so no write waits on a
+//! reply nobody reads (`buffered` reads on a second thread instead; here that would be a thread
+//! per node). Results come back in the caller's order. An item a node redirected is retried on
+//! its own afterwards, following its redirections, once the map has been read again if any node
+//! said `MOVED`.
+//!
+//! **What it gives up.** Replicas (no reads from them, no failover: a node that is gone fails
+//! the calls for its slots, with its address in the error, while the other nodes' keys work);
+//! retries on a broken connection (the call fails; the next one to that node reconnects); the
+//! Unix transport (a cluster announces its nodes by host:port); per-item errors in a batch (one
+//! error reply fails the batch, reported once every reply is read, as in `buffered`).
+//!
+//! **Timeouts.** Each node's connection has the [`Options`]' timeouts, the read timeout bounding
+//! each whole reply too. A call follows at most [`MAX_REDIRECTS`] redirections, so its time is
+//! bounded by a few timeouts even while slots move.
+#![deny(missing_docs)]
+
+use std::io::{self, Write};
+use std::net::TcpStream;
+
+use kvbench_core::{
+    Backend, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Operation, Options,
+    Pipelining, ReadBuffer, Result, Transport,
+};
+use kvbench_resp::blocking::{self, Connection, MultiBulk};
+use kvbench_resp::{Reply, encode_command};
+
+/// Hash slots in a Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// Redirections one call follows before it fails: a slot moving twice while we chase it is
+/// already unusual.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// How many bytes of commands a batch writes to each node per round (whole commands, so one
+/// large value makes a larger chunk); as in `buffered`.
+pub const CHUNK_LEN: usize = 64 * 1024;
+
+/// CRC-16/XMODEM (polynomial 0x1021, initial value 0, no reflection): Redis Cluster's key hash.
+// ANCHOR: crc16
+pub fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc = 0u16;
+    for &byte in bytes {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            let carry = crc & 0x8000 != 0;
+            crc <<= 1;
+            if carry {
+                crc ^= 0x1021;
+            }
+        }
+    }
+    crc
+}
+// ANCHOR_END: crc16
+
+/// The slot of `key`: the CRC16 of its hash tag — the bytes between its first `{` and the first
+/// `}` after it, if there are any — or else of the whole key, mod 16,384.
+// ANCHOR: key_slot
+pub fn key_slot(key: &[u8]) -> u16 {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16(tag.unwrap_or(key)) % SLOTS
+}
+// ANCHOR_END: key_slot
+
+/// Where a node sends a command for a key it does not serve, parsed from its error reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    /// `MOVED <slot> <host:port>`: the slot is served there now; the map is stale.
+    Moved(String),
+    /// `ASK <slot> <host:port>`: the slot is migrating and the key is there; ask once, after
+    /// `ASKING`.
+    Ask(String),
+}
+
+impl Redirect {
+    /// Parses an error reply's message, such as `MOVED 3999 127.0.0.1:6381`.
+    pub fn parse(message: &str) -> Option<Redirect> {
+        let mut words = message.split(' ');
+        let (kind, slot, addr) = (words.next()?, words.next()?, words.next()?);
+        slot.parse::<u16>().ok().filter(|&slot| slot < SLOTS)?;
+        match kind {
+            "MOVED" => Some(Redirect::Moved(addr.to_string())),
+            "ASK" => Some(Redirect::Ask(addr.to_string())),
+            _ => None,
+        }
+    }
+
+    fn addr(&self) -> &str {
+        match self {
+            Redirect::Moved(addr) | Redirect::Ask(addr) => addr,
+        }
+    }
+}
+
+/// One node's connection: `raw-tcp`'s.
+type Conn = Connection<TcpStream, MultiBulk>;
+
+/// A node as the map names it, and its connection once opened.
+struct Node {
+    addr: String,
+    conn: Option<Conn>,
+}
+
+/// A Redis Cluster client: the slot map and one connection per node.
+pub struct ClusterClient {
+    options: Options,
+    /// Every node met so far (the seed first); indexes stay valid as the map changes.
+    nodes: Vec<Node>,
+    /// Slot → index in `nodes`; `None` for a slot no node serves.
+    owners: Vec<Option<usize>>,
+}
+
+impl ClusterClient {
+    /// Connects to `seed` (`host:port` of any node) and reads the slot map from it.
+    pub fn connect(seed: &str, options: &Options) -> Result<ClusterClient> {
+        let mut client = ClusterClient {
+            options: options.clone(),
+            nodes: Vec::new(),
+            owners: vec![None; usize::from(SLOTS)],
+        };
+        client.node_index(seed);
+        let endpoint = Endpoint::Tcp(seed.to_string());
+        client
+            .refresh()
+            .map_err(|err| err.while_connecting(&endpoint))?;
+        Ok(client)
+    }
+
+    /// The `host:port` of the node serving `slot`, as the map says.
+    pub fn node_for_slot(&self, slot: u16) -> Option<&str> {
+        let owner = (*self.owners.get(usize::from(slot))?)?;
+        Some(&self.nodes[owner].addr)
+    }
+
+    /// Reads the slot map again (`CLUSTER SLOTS`) from the first node that answers, the seed
+    /// first.
+    pub fn refresh(&mut self) -> Result<()> {
+        let mut last_error = None;
+        for index in 0..self.nodes.len() {
+            let reply = self.on(index, |conn| {
+                let cluster_slots = |write_buf: &mut Vec<u8>| {
+                    encode_command(write_buf, &[b"CLUSTER", b"SLOTS"]);
+                };
+                conn.pipeline(cluster_slots, read_reply)
+            });
+            match reply.and_then(slot_ranges) {
+                Ok(ranges) => {
+                    self.owners.fill(None);
+                    for (start, end, addr) in ranges {
+                        let owner = self.node_index(&addr);
+                        self.owners[usize::from(start)..=usize::from(end)].fill(Some(owner));
+                    }
+                    return Ok(());
+                }
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::InvalidInput("no node to ask".into())))
+    }
+
+    /// The index of the node at `addr`, added if new.
+    fn node_index(&mut self, addr: &str) -> usize {
+        match self.nodes.iter().position(|node| node.addr == addr) {
+            Some(index) => index,
+            None => {
+                let addr = addr.to_string();
+                self.nodes.push(Node { addr, conn: None });
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    /// The node serving `slot`; the map is read again once if it names none.
+    fn owner(&mut self, slot: u16) -> Result<usize> {
+        if self.owners[usize::from(slot)].is_none() {
+            self.refresh()?;
+        }
+        self.owners[usize::from(slot)]
+            .ok_or_else(|| Error::Server(format!("CLUSTERDOWN no node serves slot {slot}")))
+    }
+
+    /// Runs `op` on node `index`'s connection, opened first if it has none or its last one
+    /// broke; an error names the node (which one failed is the first question when one of
+    /// several does; [`Error::Connect`] names it already).
+    fn on<T>(&mut self, index: usize, op: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let node = &mut self.nodes[index];
+        let conn = match node.conn.take() {
+            Some(conn) if !conn.is_broken() => conn,
+            _ => blocking::connect_tcp(&node.addr, &self.options, true, MultiBulk)?,
+        };
+        op(node.conn.insert(conn)).map_err(|err| match err {
+            Error::Io(source) => Error::Io(io::Error::new(
+                source.kind(),
+                format!("node {}: {source}", node.addr),
+            )),
+            Error::Timeout(message) => Error::Timeout(format!("node {}: {message}", node.addr)),
+            Error::Protocol(message) => Error::Protocol(format!("node {}: {message}", node.addr)),
+            other => other,
+        })
+    }
+
+    /// Runs `op` on the connection of the node serving `key`, following redirections.
+    // ANCHOR: route
+    fn route<T>(&mut self, key: &[u8], mut op: impl FnMut(&mut Conn) -> Result<T>) -> Result<T> {
+        let slot = key_slot(key);
+        let mut target = self.owner(slot)?;
+        let mut asking = false;
+        for _ in 0..=MAX_REDIRECTS {
+            let attempt = self.on(target, |conn| {
+                if asking {
+                    let asking = |write_buf: &mut Vec<u8>| encode_command(write_buf, &[b"ASKING"]);
+                    conn.pipeline(asking, |read_buf, stream| {
+                        blocking::read_status(read_buf, stream, "OK")
+                    })?;
+                }
+                op(conn)
+            });
+            let redirect = match attempt {
+                Err(Error::Server(message)) => match Redirect::parse(&message) {
+                    Some(redirect) => redirect,
+                    None => return Err(Error::Server(message)),
+                },
+                result => return result,
+            };
+            asking = matches!(redirect, Redirect::Ask(_));
+            if !asking {
+                self.refresh()?;
+            }
+            target = self.node_index(redirect.addr());
+        }
+        Err(Error::Server(format!(
+            "slot {slot} still redirected after {MAX_REDIRECTS} redirections"
+        )))
+    }
+    // ANCHOR_END: route
+
+    /// Sends the command `encode` writes for item `i` to the node serving `keys[i]`, in rounds
+    /// (see "Pipelining across nodes" in the crate docs), and reads each reply with `read`.
+    /// Returns each item's result in the caller's order, `None` for an item a node redirected.
+    // ANCHOR: scatter
+    fn scatter<T>(
+        &mut self,
+        keys: &[&[u8]],
+        encode: impl Fn(&mut Vec<u8>, usize),
+        read: impl Fn(&mut ReadBuffer, &mut TcpStream) -> Result<T>,
+    ) -> Result<Vec<Option<T>>> {
+        let mut queues: Vec<Vec<usize>> = Vec::new();
+        for (item, key) in keys.iter().enumerate() {
+            let node = self.owner(key_slot(key))?;
+            if node >= queues.len() {
+                queues.resize_with(node + 1, Vec::new);
+            }
+            queues[node].push(item);
+        }
+        let mut results: Vec<Option<T>> = keys.iter().map(|_| None).collect();
+        let (mut sent, mut moved, mut failure) = (vec![0; queues.len()], false, None);
+        while failure.is_none() && sent.iter().zip(&queues).any(|(&n, queue)| n < queue.len()) {
+            // Every node's chunk first, so that all of them work while we read.
+            let mut round = Vec::new();
+            for (node, queue) in queues.iter().enumerate() {
+                let start = sent[node];
+                if start == queue.len() {
+                    continue;
+                }
+                // At least CHUNK_LEN bytes of whole commands, or all that is left.
+                sent[node] += self.on(node, |conn| {
+                    conn.exchange(|stream, write_buf, _| {
+                        write_buf.clear();
+                        let mut taken = 0;
+                        while start + taken < queue.len() && write_buf.len() < CHUNK_LEN {
+                            encode(write_buf, queue[start + taken]);
+                            taken += 1;
+                        }
+                        stream.write_all(write_buf)?;
+                        Ok(taken)
+                    })
+                })?;
+                round.push((node, &queue[start..sent[node]]));
+            }
+            for (node, items) in round {
+                // The connection the chunk went out on: a failed write has returned already,
+                // so `on` does not open a new one.
+                self.on(node, |conn| {
+                    conn.exchange(|stream, _, read_buf| {
+                        for &item in items {
+                            read_buf.start_reply();
+                            match read(read_buf, stream) {
+                                Ok(value) => results[item] = Some(value),
+                                Err(Error::Server(message)) => match Redirect::parse(&message) {
+                                    Some(redirect) => {
+                                        moved |= matches!(redirect, Redirect::Moved(_))
+                                    }
+                                    None => {
+                                        failure.get_or_insert(Error::Server(message));
+                                    }
+                                },
+                                Err(err) => return Err(err),
+                            }
+                        }
+                        Ok(())
+                    })
+                })?;
+            }
+        }
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        if moved {
+            self.refresh()?;
+        }
+        Ok(results)
+    }
+    // ANCHOR_END: scatter
+}
+
+/// Reads one whole reply with the codec's [`kvbench_resp::decode`]; it must fit in the read
+/// buffer (128 KiB: `CLUSTER SLOTS` for hundreds of nodes).
+fn read_reply(read_buf: &mut ReadBuffer, stream: &mut TcpStream) -> Result<Reply> {
+    loop {
+        if let Some((reply, used)) = kvbench_resp::decode(read_buf.pending())? {
+            read_buf.consume(used);
+            return Ok(reply);
+        }
+        if read_buf.pending().len() == blocking::READ_BUF_LEN {
+            let limit = blocking::READ_BUF_LEN;
+            return Err(Error::Protocol(format!(
+                "a reply longer than {limit} bytes"
+            )));
+        }
+        read_buf.fill(stream)?;
+    }
+}
+
+/// `CLUSTER SLOTS` → `(first slot, last slot, host:port of its primary)`. Each element is
+/// `[start, end, [ip, port, id, …], replicas…]`.
+// ANCHOR: slot_ranges
+fn slot_ranges(reply: Reply) -> Result<Vec<(u16, u16, String)>> {
+    let bad = || Error::Protocol("unexpected CLUSTER SLOTS reply".into());
+    let ranges = match reply {
+        Reply::Array(Some(ranges)) => ranges,
+        Reply::Error(message) => return Err(Error::Server(lossy(&message))),
+        _ => return Err(bad()),
+    };
+    let slot = |n: &i64| u16::try_from(*n).ok().filter(|&slot| slot < SLOTS);
+    let range = |fields: &[Reply]| match fields {
+        [
+            Reply::Integer(start),
+            Reply::Integer(end),
+            Reply::Array(Some(primary)),
+            ..,
+        ] => match (slot(start), slot(end), primary.as_slice()) {
+            (Some(start), Some(end), [Reply::Bulk(Some(ip)), Reply::Integer(port), ..])
+                if start <= end =>
+            {
+                Some((start, end, format!("{}:{port}", lossy(ip))))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let element = |reply: &Reply| match reply {
+        Reply::Array(Some(fields)) => range(fields),
+        _ => None,
+    };
+    ranges
+        .iter()
+        .map(|reply| element(reply).ok_or_else(bad))
+        .collect()
+}
+// ANCHOR_END: slot_ranges
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Client for ClusterClient {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.route(key, |conn| conn.get(key))
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.route(key, |conn| conn.set(key, value))
+    }
+
+    fn set_ex(&mut self, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<()> {
+        self.route(key, |conn| conn.set_ex(key, value, ttl_secs))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.route(key, |conn| conn.delete(key))
+    }
+
+    /// Pipelined by node: see the crate documentation.
+    // ANCHOR: cluster_set_many
+    fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let keys: Vec<&[u8]> = items.iter().map(|&(key, _)| key).collect();
+        let stored = self.scatter(
+            &keys,
+            |write_buf, i| encode_command(write_buf, &[b"SET", items[i].0, items[i].1]),
+            |read_buf, stream| blocking::read_status(read_buf, stream, "OK"),
+        )?;
+        // The items a node redirected: one at a time, each following its redirections.
+        for (&(key, value), stored) in items.iter().zip(stored) {
+            if stored.is_none() {
+                self.set(key, value)?;
+            }
+        }
+        Ok(())
+    }
+    // ANCHOR_END: cluster_set_many
+
+    /// Pipelined by node, like `set_many`; the values come back in the keys' order.
+    fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let values = self.scatter(
+            keys,
+            |write_buf, i| encode_command(write_buf, &[b"GET", keys[i]]),
+            blocking::read_value,
+        )?;
+        keys.iter()
+            .zip(values)
+            .map(|(key, value)| value.map_or_else(|| self.get(key), Ok))
+            .collect()
+    }
+
+    fn incr(&mut self, key: &[u8]) -> Result<i64> {
+        self.route(key, |conn| conn.incr(key))
+    }
+
+    fn hset_many(&mut self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
+        self.route(key, |conn| conn.hset_many(key, fields))
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.route(key, |conn| conn.hgetall(key))
+    }
+}
+
+/// The client as the suite lists it (in `kvbench_clients::cluster()`): `connect` gets one seed
+/// node and finds the others.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "cluster",
+    backend: Backend::Redis,
+    transports: &[Transport::Tcp],
+    kind: Kind::HandWritten,
+    summary: "Redis Cluster: CRC16 key slots, a slot map from CLUSTER SLOTS, one raw-tcp \
+              connection per node, MOVED and ASK followed",
+    pipelining: Pipelining::Pipelined(
+        "SETs grouped by node, in rounds: every node's 64 KiB chunk written before any reply \
+         is read",
+    ),
+    limitations: &[],
+    slow_round_trip: None,
+    known_defects: &[],
+    hostile_outcomes: &[],
+    loopback_floor: false,
+    connect: |endpoint, options| match endpoint {
+        Endpoint::Tcp(seed) => Ok(Box::new(ClusterClient::connect(seed, options)?)),
+        Endpoint::Unix(_) => Err(Error::Unsupported(
+            "a cluster announces its nodes by host:port: connect to a node over TCP".into(),
+        )),
+    },
+    connect_async: None,
+    concurrency: Concurrency::Threads,
+    // MGET and MULTI span slots, which a cluster refuses (CROSSSLOT).
+    operations: &[Operation::Incr, Operation::Hash],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_is_xmodem() {
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(crc16(b""), 0);
+    }
+
+    #[test]
+    fn slots_follow_the_cluster_spec() {
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"123456789"), 0x31C3 % SLOTS);
+        assert_eq!(
+            key_slot(b"{user1000}.following"),
+            key_slot(b"{user1000}.followers")
+        );
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        // Only the first `{`, and the first `}` after it, count.
+        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+        // An empty tag, or none closed, hashes the whole key.
+        assert_eq!(key_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
+        assert_eq!(key_slot(b"foo{bar"), crc16(b"foo{bar") % SLOTS);
+    }
+
+    #[test]
+    fn redirections_are_parsed_from_error_replies() {
+        let moved = Redirect::parse("MOVED 3999 127.0.0.1:6381");
+        assert_eq!(moved, Some(Redirect::Moved("127.0.0.1:6381".into())));
+        let ask = Redirect::parse("ASK 3999 127.0.0.1:6381");
+        assert_eq!(ask, Some(Redirect::Ask("127.0.0.1:6381".into())));
+        for other in [
+            "ERR wrong",
+            "MOVED",
+            "MOVED x a:1",
+            "MOVED 16384 a:1",
+            "ASK 1",
+        ] {
+            assert_eq!(Redirect::parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn slot_maps_are_read_and_checked() {
+        let bulk = |text: &str| Reply::Bulk(Some(text.as_bytes().to_vec()));
+        let node = |ip, port| Reply::Array(Some(vec![bulk(ip), Reply::Integer(port), bulk("id")]));
+        let range = |start, end, primary| {
+            Reply::Array(Some(vec![
+                Reply::Integer(start),
+                Reply::Integer(end),
+                primary,
+            ]))
+        };
+        let map = Reply::Array(Some(vec![
+            range(0, 5460, node("127.0.0.1", 7000)),
+            range(5461, 16383, node("10.0.0.2", 7001)),
+        ]));
+        let ranges = slot_ranges(map).unwrap();
+        assert_eq!(ranges[1], (5461, 16383, "10.0.0.2:7001".to_string()));
+        for bad in [
+            range(0, 16384, node("a", 1)),
+            range(10, 9, node("a", 1)),
+            range(-1, 9, node("a", 1)),
+            range(0, 1, Reply::Integer(1)),
+        ] {
+            let err = slot_ranges(Reply::Array(Some(vec![bad]))).unwrap_err();
+            assert!(matches!(err, Error::Protocol(_)), "{err}");
+        }
+        let refused = slot_ranges(Reply::Error(b"ERR cluster support disabled".to_vec()));
+        assert!(matches!(refused, Err(Error::Server(_))), "{refused:?}");
+    }
+}
