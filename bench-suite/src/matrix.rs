@@ -684,8 +684,9 @@ mod tests {
     fn cell_ids_are_unique_and_readable() {
         let cells = full_matrix(FULL.concurrency);
         // 28 cells of the optional operations: INCR and get_many (two ways, two sizes) on both
-        // backends, the hash and three transaction ways on Redis; each over TCP and Unix.
-        assert_eq!(cells.len(), 44 + 28 + 16);
+        // backends, the hash and three transaction ways on Redis; each over TCP and Unix. Then
+        // 3 of the Redis Cluster, over TCP.
+        assert_eq!(cells.len(), 44 + 28 + 16 + 3);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
         for id in [
@@ -717,6 +718,8 @@ mod tests {
         assert!(ids.contains("redis/get_miss/none/tcp"));
         assert!(ids.contains("memcached/set/3B/unix/c16"));
         assert!(ids.contains("redis/get/3B/tcp/c256"));
+        assert!(ids.contains("redis-cluster/pipeline_set/100000/tcp"));
+        assert!(!ids.iter().any(|id| id.starts_with("redis-cluster/") && id.ends_with("unix")));
     }
 
     #[test]
@@ -738,7 +741,7 @@ mod tests {
     fn quick_matrix_is_a_subset() {
         let full = full_matrix(&[16, 256]);
         let quick = quick_matrix(&[256]);
-        assert_eq!(quick.len(), 20 + 7 + 4);
+        assert_eq!(quick.len(), 20 + 7 + 4 + 3);
         assert!(quick.iter().all(|cell| full.contains(cell)));
     }
 
@@ -747,7 +750,7 @@ mod tests {
         let full = full_matrix(&[256]);
         let smoke = smoke_matrix(&[256]);
         let ids: Vec<String> = smoke.iter().map(Cell::id).collect();
-        assert_eq!(smoke.len(), 44 + SMOKE_OPERATION_CELLS.len() + 8);
+        assert_eq!(smoke.len(), 44 + SMOKE_OPERATION_CELLS.len() + 8 + 3);
         for id in SMOKE_OPERATION_CELLS {
             assert!(ids.iter().any(|cell| cell == id), "{id} is not a cell");
         }
@@ -770,7 +773,7 @@ mod tests {
             mode: Mode::Quick,
             placement: Placement::parse("none", 1).unwrap(),
             clients: Vec::new(),
-            cells: vec!["redis".into(), "tcp".into()],
+            cells: vec!["redis/".into(), "tcp".into()],
             run_id: None,
             repeat: 3,
             repeat_cells: vec!["get/3B".into(), "pipeline_set+100000".into()],

@@ -471,7 +471,7 @@ impl Client for ClusterClient {
 /// node and finds the others.
 pub const SPEC: ClientSpec = ClientSpec {
     name: "cluster",
-    backend: Backend::Redis,
+    backend: Backend::RedisCluster,
     transports: &[Transport::Tcp],
     kind: Kind::HandWritten,
     summary: "Redis Cluster: CRC16 key slots, a slot map from CLUSTER SLOTS, one raw-tcp \
