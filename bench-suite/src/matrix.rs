@@ -719,7 +719,10 @@ mod tests {
         assert!(ids.contains("memcached/set/3B/unix/c16"));
         assert!(ids.contains("redis/get/3B/tcp/c256"));
         assert!(ids.contains("redis-cluster/pipeline_set/100000/tcp"));
-        assert!(!ids.iter().any(|id| id.starts_with("redis-cluster/") && id.ends_with("unix")));
+        assert!(
+            !ids.iter()
+                .any(|id| id.starts_with("redis-cluster/") && id.ends_with("unix"))
+        );
     }
 
     #[test]

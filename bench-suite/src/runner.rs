@@ -15,15 +15,14 @@ use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Args, Driver, Workload};
 use crate::environment;
 use crate::matrix::{Cell, Matrix, Mode, Op, Settings};
+use crate::network_floor;
 use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
 use anyhow::{Context, Result};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, ClientSpec, Options};
-use kvbench_results::{
-    ClusterNodeRecord, ClusterRecord, Kind, Server, Servers as ServersRecord,
-};
+use kvbench_results::{ClusterNodeRecord, ClusterRecord, Kind, Server, Servers as ServersRecord};
 use kvbench_servers::{Servers, StartOptions};
 
 /// Pipelines at least this deep, through a client without pipelining, are timed by a single
@@ -90,6 +89,8 @@ struct Harness {
     started: Instant,
     /// The round of the cell being run (1 to `REPEAT`).
     round: u32,
+    /// Backends on another host: a network floor instead of the loopback floor.
+    remote: Vec<Backend>,
 }
 
 impl Harness {
@@ -616,6 +617,7 @@ fn configure_group(group: &mut BenchmarkGroup<'_, WallTime>, cell: &Cell, mode: 
 enum Entry<'a> {
     Client(&'a ClientSpec),
     Floor,
+    NetworkFloor,
     RedisBenchmark,
     Memaslap,
 }
@@ -629,8 +631,13 @@ fn entries<'a>(h: &Harness, cell: &Cell, specs: &'a [ClientSpec]) -> Vec<Entry<'
         .filter(|spec| drivers::serves(spec, cell))
         .map(Entry::Client)
         .collect();
-    // The floor is one connection's: it has no many-caller form.
-    if cell.has_floor() {
+    // The floor is one connection's: it has no many-caller form. A remote server's cells
+    // measure that host's own floor instead: the loopback floor says nothing of the network.
+    if h.remote.contains(&cell.backend) {
+        if network_floor::serves(cell) {
+            entries.push(Entry::NetworkFloor);
+        }
+    } else if cell.has_floor() {
         entries.push(Entry::Floor);
     }
     if cell.backend.is_redis() {
@@ -719,6 +726,9 @@ fn run_cell(
                 &args,
             ),
             Entry::Floor => floor_row(h, &mut group, cell, &w, &bench_options()),
+            Entry::NetworkFloor => {
+                network_floor::row(cell, &endpoint, h.settings.mode, h.count_syscalls)
+            }
             Entry::RedisBenchmark => redis_benchmark_row(h, &w, &endpoint, &mut reference),
             Entry::Memaslap => memaslap_row(h, cell, &endpoint),
         };
@@ -927,6 +937,9 @@ fn server_record(servers: &Servers, backend: Backend) -> Server {
         version: info.version.clone(),
         config,
         external: info.external,
+        // Set, with the network floor, for a remote server (`network_floor::record`).
+        remote: false,
+        network_floor: None,
     }
 }
 
@@ -998,6 +1011,8 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         kvbench_servers::pin_current_thread(cpu)
             .with_context(|| format!("pinning the bench to CPU {cpu}"))?;
     }
+    let remote =
+        network_floor::remote_backends(&servers, network_floor::treat_as_remote_from_env())?;
 
     let id = run_id(&settings);
     let dir = reports.join(&id);
@@ -1020,7 +1035,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             false
         }
     };
-    let run = Run {
+    let mut run = Run {
         id: id.clone(),
         started_at: environment::now_utc(),
         finished_at: None,
@@ -1088,6 +1103,8 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             })
             .collect(),
     };
+    // After pinning: the bench's placement applies to the network floor as to every client.
+    network_floor::record(&mut run, &servers, &remote, settings.mode);
     let results = Arc::new(Mutex::new(Results {
         schema_version: results::SCHEMA_VERSION,
         run,
@@ -1145,6 +1162,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         count_syscalls,
         started: Instant::now(),
         round: 1,
+        remote,
     };
     for (i, (round, cell)) in visits.iter().enumerate() {
         h.round = *round;

@@ -29,6 +29,7 @@ pub fn run_matrix(name: &str, env: &[(&str, String)]) -> Run {
         .env("PLACEMENT", "none")
         .env_remove("REDIS_URL")
         .env_remove("MEMCACHED_URL")
+        .env_remove(kvbench_bench_suite::network_floor::TREAT_AS_REMOTE_VAR)
         .env_remove("CLIENTS")
         .env_remove("CELLS")
         .env_remove("MODE")

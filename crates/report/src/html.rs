@@ -28,6 +28,8 @@ struct Page<'a> {
     /// (kind, colour) in legend order.
     kinds: Vec<(&'static str, &'static str)>,
     headline: Vec<HeadlineRow>,
+    /// What the network floor is, when a server is on another host (empty: none is).
+    network_floor: String,
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
     environment: Vec<(&'static str, String)>,
@@ -205,6 +207,7 @@ pub fn render(
             .map(|kind| (kind.as_str(), svg::kind_colour(*kind)))
             .collect(),
         headline: (0..).zip(model.cells()).map(tables::headline_row).collect(),
+        network_floor: model::network_floor_words(results),
         sections: sections.collect(),
         problems: (model.problems.iter())
             .map(|(row, why)| Problem {

@@ -471,7 +471,7 @@ pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
         ),
         ("kernel", run.kernel.clone()),
         ("rustc", run.rustc.clone()),
-        ("placement", run.placement.describe()),
+        ("placement", run.describe_placement()),
         ("criterion args", run.criterion_args.clone()),
         ("filters", run.filters.clone()),
         (
@@ -484,6 +484,69 @@ pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
         ),
         ("run-to-run noise", noise_text(results)),
     ];
+    for (backend, server) in [
+        ("redis", &run.servers.redis),
+        ("memcached", &run.servers.memcached),
+    ] {
+        if let Some(floor) = &server.network_floor {
+            rows.push(("network floor", network_floor_text(backend, floor)));
+        }
+    }
     rows.extend(run.notes.iter().map(|note| ("note", note.clone())));
     rows
+}
+
+/// `redis at 192.0.2.7:6379: PING round trip median 412 µs, p99 1.2 ms (10,000 calls after 200
+/// untimed)`.
+fn network_floor_text(backend: &str, floor: &kvbench_results::NetworkFloor) -> String {
+    format!(
+        "{backend} at {}: {} round trip median {}, p99 {} ({} calls after {} untimed)",
+        floor.address,
+        floor.command,
+        format::duration_ns(floor.median_ns as f64),
+        format::duration_ns(floor.p99_ns as f64),
+        format::grouped(floor.calls as f64),
+        floor.warm_up
+    )
+}
+
+/// What the network floor is, for a run with a server on another host (empty otherwise): the
+/// headline's floor column and each cell's `time × floor` of that server read against it.
+pub fn network_floor_words(results: &Results) -> String {
+    let servers = &results.run.servers;
+    let remote: Vec<&str> = [("Redis", &servers.redis), ("memcached", &servers.memcached)]
+        .into_iter()
+        .filter(|(_, server)| server.remote)
+        .map(|(name, _)| name)
+        .collect();
+    if remote.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} on another host: in {} cells the floor is the network floor (row {}) instead, the \
+         round trip of the server's smallest command (Redis PING, memcached version) over a raw \
+         connection to that host, timed call by call; no client can answer faster than the \
+         network between, so time × floor there reads against the network, not loopback.",
+        match remote.as_slice() {
+            [one] => format!("{one} is"),
+            _ => "Both servers are".to_string(),
+        },
+        match remote.as_slice() {
+            [_] => "its",
+            _ => "their",
+        },
+        kvbench_results::NETWORK_FLOOR
+    )
+}
+
+/// What a floor row is, in words, for a note under its cell's table (empty for other rows; the
+/// loopback floor is explained with the headline).
+pub fn floor_note(row: &Row) -> &'static str {
+    if row.is_floor() && row.client == kvbench_results::NETWORK_FLOOR {
+        "the network floor: the round trip of the server's smallest command (PING, version) over a \
+         raw connection to the remote host, doing no work of the cell; the least a request to \
+         that host can take"
+    } else {
+        ""
+    }
 }

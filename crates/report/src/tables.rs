@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::format;
-use crate::model::{CallersPanel, Cell, DepthChart, leader_names, status_class, status_word};
+use crate::model::{self, CallersPanel, Cell, DepthChart, leader_names, status_class, status_word};
 use crate::results::{Kind, Row};
 use crate::svg;
 
@@ -67,6 +67,8 @@ pub struct CostRow {
     pub flags: String,
     /// Why the row has no throughput, for the note under the table (empty: it has one).
     pub reason: String,
+    /// What the row is, for a note under the table (empty: nothing to add).
+    pub about: &'static str,
     pub cells: Vec<Td>,
 }
 
@@ -161,6 +163,7 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
         colour: svg::kind_colour(row.kind),
         flags: row.flags.join("; "),
         reason: reason.map_or(String::new(), |why| format!("{}: {why}", status_word(row))),
+        about: model::floor_note(row),
         cells,
     }
 }

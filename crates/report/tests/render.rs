@@ -8,19 +8,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use common::{EVIL_CLIENT, EVIL_ERROR, cells, fixture, write_run};
+use common::{EVIL_CLIENT, EVIL_ERROR, cells, fixture, rendered};
 use kvbench_report::check::{Tag, check_run_dir, scan, well_formed};
 use kvbench_report::{Error, Section, render_run, render_run_with_lessons};
 use serde_json::{Value, json};
-
-fn rendered(value: &Value) -> (tempfile::TempDir, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    write_run(dir.path(), value);
-    render_run(dir.path()).unwrap();
-    let page = fs::read_to_string(dir.path().join("index.html")).unwrap();
-    let summary = fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    (dir, page, summary)
-}
 
 /// Rows of the fixture that have a measurement, per cell.
 fn measured_per_cell(value: &Value) -> BTreeMap<String, usize> {

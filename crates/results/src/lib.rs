@@ -36,6 +36,10 @@ pub const REDIS_BENCHMARK: &str = "redis-benchmark";
 pub const MEMASLAP: &str = "memaslap";
 /// Name of the loopback floor rows: a server that does no work, so the transport alone.
 pub const LOOPBACK_FLOOR: &str = "loopback-floor";
+/// Name of the network floor rows, which stand in for the loopback floor in the cells of a
+/// remote server ([`Server::remote`]): the round trip of its smallest command, so the network
+/// alone.
+pub const NETWORK_FLOOR: &str = "network-floor";
 
 /// The whole file: what ran and where, then one row per (cell, client) pair.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -124,7 +128,8 @@ pub enum Mode {
 pub struct Placement {
     /// The placement setting.
     pub mode: PlacementMode,
-    /// CPU of every server (and the loopback floor's server thread), if pinned.
+    /// CPU of every private server (and the loopback floor's server thread), if pinned. A
+    /// remote server's ([`Server::remote`]) placement is unknown.
     pub server_cpu: Option<u32>,
     /// CPU of the bench (every client thread and runtime), if pinned.
     pub client_cpu: Option<u32>,
@@ -190,6 +195,35 @@ pub struct Server {
     pub config: String,
     /// True if given by URL (`REDIS_URL`, `MEMCACHED_URL`), not started by the suite.
     pub external: bool,
+    /// True if given by a URL whose host is not this machine's loopback (127.0.0.0/8, `::1`,
+    /// `localhost`) nor a Unix socket: its placement is unknown, and its cells have a network
+    /// floor instead of the loopback floor. Absent (false) in files written before it existed.
+    #[serde(default)]
+    pub remote: bool,
+    /// A remote server's network floor, measured once at the start of the run; null for a
+    /// server on this machine (or if the run could not measure it: its notes say why).
+    #[serde(default)]
+    pub network_floor: Option<NetworkFloor>,
+}
+
+/// The round trip of a server's smallest command (Redis `PING` → `+PONG`, memcached `version`
+/// → `VERSION …`) over a raw connection, single calls timed one by one after a warm-up: what
+/// any client of that server pays before doing any work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFloor {
+    /// The address connected to: the URL's host, resolved (`192.0.2.7:6379`).
+    pub address: String,
+    /// The command timed, as sent (`PING`, `version`).
+    pub command: String,
+    /// Untimed calls before the timed ones.
+    pub warm_up: u64,
+    /// Calls timed.
+    pub calls: u64,
+    /// Median round trip, ns.
+    pub median_ns: u64,
+    /// 99th percentile round trip, ns.
+    pub p99_ns: u64,
 }
 
 /// The server a row's client spoke to.
@@ -267,7 +301,8 @@ pub enum Kind {
     HandWritten,
     /// A published client library behind a thin adapter.
     Library,
-    /// A yardstick that is not a client of the contract: redis-benchmark, the loopback floor.
+    /// A yardstick that is not a client of the contract: redis-benchmark, memaslap, the loopback
+    /// and network floors.
     Baseline,
 }
 
@@ -391,7 +426,7 @@ pub struct Wall {
 pub struct Interval {
     /// What the bounds are.
     pub kind: IntervalKind,
-    /// criterion's samples (`ci95`), or the runs or calls (`range`).
+    /// criterion's samples or a network floor's calls (`ci95`), or the runs or calls (`range`).
     pub n: u32,
     /// Lower bound.
     pub lower: f64,
@@ -403,7 +438,9 @@ pub struct Interval {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalKind {
-    /// criterion's 95 % bootstrap confidence interval of the median, from one run's samples.
+    /// criterion's 95 % bootstrap confidence interval of the median, from one run's samples (a
+    /// network floor's: the distribution-free interval of its calls' median, from their order
+    /// statistics).
     Ci95,
     /// The lowest and highest of `n` measurements (runs of the cell, calls, or baseline runs).
     Range,
@@ -616,9 +653,11 @@ impl Row {
         self.kind == Kind::Baseline && !self.is_floor()
     }
 
-    /// Whether this is the loopback floor (not a client of the real server).
+    /// Whether this is a floor, the loopback floor or a remote server's network floor (not a
+    /// client doing the cell's work).
     pub fn is_floor(&self) -> bool {
-        self.kind == Kind::Baseline && self.client == LOOPBACK_FLOOR
+        self.kind == Kind::Baseline
+            && matches!(self.client.as_str(), LOOPBACK_FLOOR | NETWORK_FLOOR)
     }
 
     /// Why the row has no throughput (`None` when it has one).
@@ -721,8 +760,8 @@ impl Run {
         differ("kernel", self.kernel.clone(), other.kernel.clone());
         differ(
             "placement",
-            self.placement.describe(),
-            other.placement.describe(),
+            self.describe_placement(),
+            other.describe_placement(),
         );
         differ("mode", self.mode.to_string(), other.mode.to_string());
         differ(
@@ -736,6 +775,35 @@ impl Run {
             other.servers.memcached.version.clone(),
         );
         out
+    }
+
+    /// The placement with what it cannot say: `same-core (servers on CPU 1, bench on CPU 1)`, or,
+    /// with a remote server, `same-core (redis: unknown, a remote host; memcached on CPU 1; bench
+    /// on CPU 1)`.
+    pub fn describe_placement(&self) -> String {
+        let remote = [
+            ("redis", &self.servers.redis),
+            ("memcached", &self.servers.memcached),
+        ];
+        if !remote.iter().any(|(_, server)| server.remote) {
+            return self.placement.describe();
+        }
+        let cpu = |cpu: Option<u32>| cpu.map_or("any".to_string(), |c| c.to_string());
+        let servers: Vec<String> = (remote.iter())
+            .map(|(name, server)| {
+                if server.remote {
+                    format!("{name}: unknown, a remote host")
+                } else {
+                    format!("{name} on CPU {}", cpu(self.placement.server_cpu))
+                }
+            })
+            .collect();
+        format!(
+            "{} ({}; bench on CPU {})",
+            self.placement.mode,
+            servers.join("; "),
+            cpu(self.placement.client_cpu)
+        )
     }
 
     /// Clients with known defects, by name.

@@ -598,7 +598,13 @@ pub fn headline_markdown(runs: &Runs) -> String {
         format!("`{BASELINE_CLIENT}` (shipped with Redis; C)"),
         Role::Client(BASELINE_CLIENT),
     ));
-    lines.push(("loopback floor (the transport alone)".into(), Role::Floor));
+    // A remote Redis has the network floor in its cells: the round trip to that host.
+    let floor = if results.run.servers.redis.remote {
+        "network floor (the round trip to the remote host)"
+    } else {
+        "loopback floor (the transport alone)"
+    };
+    lines.push((floor.into(), Role::Floor));
     for (label, role) in lines {
         let _ = write!(out, "| {label} |");
         for cell in &columns {

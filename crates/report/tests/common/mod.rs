@@ -379,6 +379,16 @@ fn row(
 
 /// Writes `value` as `<dir>/results.json`, and criterion reports for the Redis cells only (the
 /// memcached cells' `criterion_report` then names files that do not exist).
+/// Renders `value` as a run in a fresh folder: (the folder, `index.html`, `summary.md`).
+pub fn rendered(value: &Value) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), value);
+    kvbench_report::render_run(dir.path()).unwrap();
+    let page = fs::read_to_string(dir.path().join("index.html")).unwrap();
+    let summary = fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    (dir, page, summary)
+}
+
 pub fn write_run(dir: &Path, value: &Value) {
     fs::create_dir_all(dir).unwrap();
     fs::write(
