@@ -684,7 +684,7 @@ fn run_cell(
     cell: &Cell,
     specs: &[ClientSpec],
 ) -> Result<()> {
-    let Some(endpoint) = h.servers.endpoint(cell.backend, cell.transport) else {
+    if h.servers.endpoint(cell.backend, cell.transport).is_none() {
         // An external server is reached over its URL's transport only.
         for spec in specs.iter().filter(|spec| drivers::serves(spec, cell)) {
             h.push(results::new_row(cell, spec.name, kind(spec)).fail(
@@ -696,8 +696,15 @@ fn run_cell(
             ));
         }
         return h.save();
-    };
+    }
     fresh_server(h, cell)?;
+    // A fresh cluster is a new one, on new ports.
+    let endpoint = (h.servers.endpoint(cell.backend, cell.transport)).with_context(|| {
+        format!(
+            "the fresh {} server has no {}",
+            cell.backend, cell.transport
+        )
+    })?;
     let w = Workload::new(*cell, |key| h.servers.key(cell.backend, key));
     let args = w.args();
     let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
@@ -968,7 +975,7 @@ static MEMORY_PROBE_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock:
 
 fn run() -> Result<()> {
     if let Ok(json) = std::env::var(callers::MEMORY_PROBE_VAR) {
-        return callers::run_memory_probe(&json, &kvbench_clients::all())
+        return callers::run_memory_probe(&json, &all_clients())
             .map_err(|err| anyhow::anyhow!("memory probe: {err}"));
     }
     if let Ok(program) = std::env::current_exe() {
@@ -979,11 +986,13 @@ fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let test_flag = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     let settings = Settings::from_env(test_flag)?;
-    run_with(
-        kvbench_clients::all(),
-        settings,
-        &environment::reports_dir(),
-    )
+    run_with(all_clients(), settings, &environment::reports_dir())
+}
+
+/// Every client the matrix runs: the single servers' and the cluster's (each serves the cells of
+/// its own backend).
+fn all_clients() -> Vec<ClientSpec> {
+    [kvbench_clients::all(), kvbench_clients::cluster()].concat()
 }
 
 /// Runs the matrix over `clients` (those `settings` select) with `settings`, writing the run
