@@ -4,7 +4,8 @@
 //! ([`drivers::run_sync`], and [`drivers::run_async`] for the natively async ones); the
 //! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
 //! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
-//! then measures its cost per operation ([`costs`]) and adds same-run baselines ([`baselines`]).
+//! then measures its cost per operation ([`costs`]; bytes on the wire from the server's own
+//! counters, [`wire`]) and adds same-run baselines ([`baselines`]).
 //! A cell with many callers runs them the way each client's spec declares ([`callers`]).
 //! Everything lands in `reports/<run-id>/results.json` ([`results`]).
 #![deny(missing_docs)]
@@ -18,3 +19,4 @@ pub mod matrix;
 pub mod results;
 pub mod runner;
 pub mod verify;
+pub mod wire;
