@@ -258,6 +258,13 @@ pub struct Costs {
     pub sys_ns_per_op: Option<f64>,
     /// Bytes allocated per op.
     pub alloc_bytes_per_op: Option<f64>,
+    /// Bytes the client read per op: the server's output over the whole pass (both halves),
+    /// from its own counters ([`crate::wire`]); set by the runner, which reads them.
+    pub bytes_read_per_op: Option<f64>,
+    /// Bytes the client wrote per op: the server's input, likewise.
+    pub bytes_written_per_op: Option<f64>,
+    /// Why the bytes on the wire are missing, when the runner wanted them and failed.
+    pub wire_error: Option<String>,
     /// Latency percentiles of single operations, ns (request/response cells only).
     pub latency_ns: Option<[u64; 3]>,
     /// Operations measured.
@@ -338,6 +345,9 @@ pub fn measure(
         all_syscalls_per_op: counted.map(|(_, all)| per_counted_op(all as f64)),
         allocs_per_op: Some(per_counted_op((allocs_after - allocs_before) as f64)),
         alloc_bytes_per_op: Some(per_counted_op((bytes_after - bytes_before) as f64)),
+        bytes_read_per_op: None,
+        bytes_written_per_op: None,
+        wire_error: None,
         latency_ns: (with_latency && !histogram.is_empty()).then(|| {
             [
                 histogram.value_at_quantile(0.5),

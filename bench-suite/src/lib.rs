@@ -4,8 +4,9 @@
 //! ([`drivers::run_sync`], and [`drivers::run_async`] for the natively async ones); the
 //! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
 //! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
-//! then measures its cost per operation ([`costs`]) and adds same-run baselines ([`baselines`]; for
-//! a server on another host, its network floor: [`network_floor`]).
+//! then measures its cost per operation ([`costs`]; bytes on the wire from the server's own
+//! counters, [`wire`]) and adds same-run baselines ([`baselines`]; for a server on another host,
+//! its network floor: [`network_floor`]).
 //! A cell with many callers runs them the way each client's spec declares ([`callers`]).
 //! Everything lands in `reports/<run-id>/results.json` ([`results`]).
 #![deny(missing_docs)]
@@ -20,3 +21,4 @@ pub mod network_floor;
 pub mod results;
 pub mod runner;
 pub mod verify;
+pub mod wire;

@@ -86,6 +86,12 @@ impl RowExt for Row {
         self.all_syscalls_per_op = costs.all_syscalls_per_op;
         self.allocs_per_op = costs.allocs_per_op;
         self.alloc_bytes_per_op = costs.alloc_bytes_per_op;
+        self.bytes_read_per_op = costs.bytes_read_per_op;
+        self.bytes_written_per_op = costs.bytes_written_per_op;
+        if let Some(why) = &costs.wire_error {
+            self.flags
+                .push(format!("bytes on the wire not measured: {why}"));
+        }
         self.latency_ns = costs.latency_ns.map(|[p50, p99, p999]| Latency {
             p50,
             p99,
@@ -168,6 +174,8 @@ pub fn merge(runs: &[Row]) -> Row {
     row.all_syscalls_per_op = each(|r| r.all_syscalls_per_op);
     row.allocs_per_op = each(|r| r.allocs_per_op);
     row.alloc_bytes_per_op = each(|r| r.alloc_bytes_per_op);
+    row.bytes_read_per_op = each(|r| r.bytes_read_per_op);
+    row.bytes_written_per_op = each(|r| r.bytes_written_per_op);
     let latencies: Vec<Latency> = runs.iter().filter_map(|r| r.latency_ns).collect();
     if latencies.len() == runs.len() {
         let pick = |field: fn(&Latency) -> Option<u64>| {

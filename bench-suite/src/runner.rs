@@ -18,6 +18,7 @@ use crate::matrix::{Cell, Matrix, Mode, Op, Settings};
 use crate::network_floor;
 use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
+use crate::wire::{StatsError, WireMeter};
 use anyhow::{Context, Result};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use kvbench_conformance::Reference;
@@ -68,6 +69,48 @@ fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
         _ => 5_000,
     };
     calls.div_ceil(mode.policy().cost_pass_divisor)
+}
+
+/// How long a reading of a server's byte counters may take ([`crate::wire`]).
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Starts reading the cell's server's byte counters around a cost pass ([`crate::wire`]), unless
+/// the row is a baseline's (the loopback floor talks to a server of its own) or the server is
+/// external (its counters include every other client's traffic): their bytes stay null.
+fn wire_meter(h: &Harness, cell: &Cell, kind: Kind) -> Option<Result<WireMeter, StatsError>> {
+    if kind == Kind::Baseline || h.servers.is_external(cell.backend) {
+        return None;
+    }
+    let endpoints = match h.servers.cluster() {
+        // Every node's traffic: a cluster client talks to all of them.
+        Some(cluster) if cell.backend == Backend::RedisCluster => (cluster.nodes().iter())
+            .map(|node| node.endpoint())
+            .collect(),
+        _ => vec![h.servers.endpoint(cell.backend, cell.transport)?],
+    };
+    Some(WireMeter::start(cell.backend, &endpoints, STATS_TIMEOUT))
+}
+
+/// The cost pass's `outcome` with the bytes per operation of its `ops` operations (both halves)
+/// from `meter`; a reading that failed leaves them null, and the row's flags say why.
+fn with_wire_bytes(
+    meter: Option<Result<WireMeter, StatsError>>,
+    outcome: kvbench_core::Result<costs::Costs>,
+    ops: u64,
+) -> kvbench_core::Result<costs::Costs> {
+    let Some(meter) = meter else {
+        return outcome;
+    };
+    let mut costs = outcome?;
+    match meter.and_then(WireMeter::finish) {
+        Ok(traffic) => {
+            let (read, written) = traffic.per_op(ops);
+            costs.bytes_read_per_op = Some(read);
+            costs.bytes_written_per_op = Some(written);
+        }
+        Err(err) => costs.wire_error = Some(err.to_string()),
+    }
+    Ok(costs)
 }
 
 fn kind(spec: &ClientSpec) -> Kind {
@@ -255,6 +298,7 @@ fn with_cost_pass(
         calls
     };
     // Counts per operation are the same in every call: a tenth of the calls count them.
+    let meter = wire_meter(h, &w.cell, row.kind);
     let outcome = costs::measure(
         h.count_syscalls,
         (calls, calls.div_ceil(10)),
@@ -262,6 +306,8 @@ fn with_cost_pass(
         w.cell.is_request_response(),
         |n, each| driver.run_n(w, args, n, each),
     );
+    let ops = (calls + calls.div_ceil(10)) * w.cell.ops_per_iteration();
+    let outcome = with_wire_bytes(meter, outcome, ops);
     match outcome {
         Ok(costs) => row.with_costs(&costs),
         Err(err) => row.fail(Status::Failed, format!("cost pass: {err}")),
@@ -347,6 +393,7 @@ fn single_shots(
 ) -> Row {
     let mut durations = Vec::new();
     // The first `calls` durations are the clean pass's; one more call counts.
+    let meter = wire_meter(h, &w.cell, row.kind);
     let outcome = costs::measure(
         h.count_syscalls,
         (calls, 1),
@@ -359,6 +406,7 @@ fn single_shots(
             })
         },
     );
+    let outcome = with_wire_bytes(meter, outcome, (calls + 1) * args.items.len() as u64);
     match outcome {
         Ok(costs) => {
             let per_op: Vec<f64> = durations[..calls as usize]
@@ -573,6 +621,7 @@ fn run_callers(
     // counting half runs as many, so that starting the callers' threads (counted in all
     // syscalls, not in socket ones) weighs little per operation.
     let calls = (cost_pass_calls(cell, h.settings.mode) / cell.concurrency as u64).max(20);
+    let meter = wire_meter(h, cell, row.kind);
     let outcome = costs::measure(
         h.count_syscalls,
         (calls, calls),
@@ -587,6 +636,7 @@ fn run_callers(
             Ok(())
         },
     );
+    let outcome = with_wire_bytes(meter, outcome, 2 * calls * cell.ops_per_iteration());
     match outcome {
         Ok(costs) => row.with_costs(&costs),
         Err(err) => row.fail(Status::Failed, pair_error(h, cell, "cost pass", err)),
@@ -1044,6 +1094,14 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             false
         }
     };
+    for backend in [Backend::Redis, Backend::Memcached, Backend::RedisCluster] {
+        if servers.is_external(backend) {
+            notes.push(format!(
+                "bytes_read_per_op and bytes_written_per_op missing in {backend} cells: the \
+                 external server's byte counters include every other client's traffic"
+            ));
+        }
+    }
     let mut run = Run {
         id: id.clone(),
         started_at: environment::now_utc(),

@@ -390,6 +390,7 @@ fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
 /// One reply line inside a quiet batch: `Ok(None)` for the closing `MN`, `Ok(Some(why))` for an
 /// item that failed (named by its opaque, else unnamed), `Err` for anything that leaves the stream
 /// out of step — including a failure whose opaque names no item of the batch.
+// ANCHOR: meta_batch_reply
 fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Result<Option<String>> {
     let refusal = match &reply.status {
         Status::NoOp => return Ok(None),
@@ -412,6 +413,7 @@ fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Resu
         ))),
     }
 }
+// ANCHOR_END: meta_batch_reply
 
 /// The error an error line stands for, whatever the command. `SERVER_ERROR` means the server
 /// parsed the command and skipped its data: still in step, so [`Error::Server`]. `ERROR` and

@@ -272,12 +272,14 @@ impl<S: Read + Write> TextClient<S> {
     }
 
     /// The reply to one `set`: `Ok` for STORED, else the error it stands for.
+    // ANCHOR: text_read_stored
     fn read_stored(&mut self) -> Result<()> {
         self.read_line(|reply, line| match reply {
             Reply::Stored => Ok(()),
             other => Err(error_of(other, line, "set")),
         })
     }
+    // ANCHOR_END: text_read_stored
 
     fn store(&mut self, key: &[u8], value: &[u8], exptime: u64) -> Result<()> {
         check_key(key)?;

@@ -148,6 +148,8 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
         num(row.user_ns_per_op, format::duration_ns),
         num(row.sys_ns_per_op, format::duration_ns),
         num(row.syscalls_per_op, |v| format::significant(v, 3)),
+        num(row.bytes_read_per_op, format::bytes),
+        num(row.bytes_written_per_op, format::bytes),
         num(row.allocs_per_op, |v| format::significant(v, 3)),
         num(row.alloc_bytes_per_op, format::bytes),
         num(latency.map(|l| l.p50 as f64), format::duration_ns),

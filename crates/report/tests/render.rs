@@ -419,9 +419,13 @@ fn cost_tables_carry_ratios_and_sort_keys() {
     // CPU 0.42 and p50 0.95 of the 8.4 µs mean.
     assert!(raw_tcp.contains(">3.53 µs<"), "CPU/op: {raw_tcp}");
     assert!(raw_tcp.contains(">7.98 µs<"), "p50: {raw_tcp}");
+    // Bytes read and written per op, from the server's counters.
+    assert!(raw_tcp.contains(">9 B<"), "bytes read/op: {raw_tcp}");
+    assert!(raw_tcp.contains(">30 B<"), "bytes written/op: {raw_tcp}");
+    assert!(table.contains(">bytes read/op</th>"));
     // Sortable: every numeric cell carries its raw value.
     let numeric = raw_tcp.matches("class=\"num\" data-v=").count();
-    assert_eq!(numeric, 15, "{raw_tcp}");
+    assert_eq!(numeric, 17, "{raw_tcp}");
     // What the interval is, and the run-to-run spread.
     assert!(raw_tcp.contains("<td>range of 3</td>"), "{raw_tcp}");
     assert!(raw_tcp.contains(">5.1 %<"), "noise: {raw_tcp}");

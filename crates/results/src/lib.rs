@@ -392,6 +392,17 @@ pub struct Row {
     pub allocs_per_op: Option<f64>,
     /// Heap bytes allocated per operation.
     pub alloc_bytes_per_op: Option<f64>,
+    /// Bytes the client read per operation (per item in a cell of many items): the server's
+    /// output during the cost pass, from its own counters (Redis `total_net_output_bytes`,
+    /// memcached `bytes_written`), the counters' own exchanges subtracted. Null for the
+    /// baselines, against an external server (its counters include other clients' traffic),
+    /// and in files written before it was measured.
+    #[serde(default)]
+    pub bytes_read_per_op: Option<f64>,
+    /// Bytes the client wrote per operation: the server's input (`total_net_input_bytes`,
+    /// `bytes_read`), likewise.
+    #[serde(default)]
+    pub bytes_written_per_op: Option<f64>,
     /// Latency percentiles of single operations (null for cells of many items per call).
     pub latency_ns: Option<Latency>,
     /// Memory per caller: the growth of the process's peak resident memory while the callers
@@ -606,6 +617,8 @@ impl Row {
             all_syscalls_per_op: None,
             allocs_per_op: None,
             alloc_bytes_per_op: None,
+            bytes_read_per_op: None,
+            bytes_written_per_op: None,
             latency_ns: None,
             memory_per_caller_bytes: None,
             flags: Vec::new(),

@@ -179,8 +179,8 @@ impl Lookup<'_> {
 }
 
 /// The metric cells shared by every table, in Markdown: CPU/op (user + sys), syscalls/op,
-/// allocs/op, p99.
-fn cost_cells(row: Option<&Row>) -> String {
+/// bytes read/op (with `bytes`: the lessons' tables, [`LESSON_COST_HEAD`]), allocs/op, p99.
+fn cost_cells(row: Option<&Row>, bytes: bool) -> String {
     let ok = row.filter(|r| r.is_ok());
     let cpu = match ok.map(|r| (r.cpu_ns_per_op, r.user_ns_per_op, r.sys_ns_per_op)) {
         Some((Some(cpu), Some(user), Some(sys))) => format!(
@@ -194,8 +194,15 @@ fn cost_cells(row: Option<&Row>) -> String {
     };
     let count = |value: Option<f64>| format::opt(value, |v| format::significant(v, 3));
     let p99 = ok.and_then(|r| r.latency_ns.map(|l| l.p99 as f64));
+    let read = match bytes {
+        true => format!(
+            " | {}",
+            format::opt(ok.and_then(|r| r.bytes_read_per_op), format::bytes)
+        ),
+        false => String::new(),
+    };
     format!(
-        "{cpu} | {} | {} | {}",
+        "{cpu} | {}{read} | {} | {}",
         count(ok.and_then(|r| r.syscalls_per_op)),
         count(ok.and_then(|r| r.allocs_per_op)),
         format::opt(p99, format::duration_ns)
@@ -208,6 +215,12 @@ const RATIO_HEAD: &str = "× first measured row";
 /// Header and alignment of the metric columns every table ends with.
 const COST_HEAD: &str = "CPU/op (user + sys) | syscalls/op | allocs/op | p99";
 const COST_ALIGN: &str = "--:|--:|--:|--:";
+
+/// The lessons' tables add the bytes the client read per operation (from the server's
+/// counters) beside the system calls that read them; the crate READMEs' tables do not.
+const LESSON_COST_HEAD: &str =
+    "CPU/op (user + sys) | syscalls/op | bytes read/op | allocs/op | p99";
+const LESSON_COST_ALIGN: &str = "--:|--:|--:|--:|--:";
 
 /// A ratio as the report writes it (`1.38×`), with two significant digits below 0.01
 /// (`0.00041×`) so a collapse does not read as zero.
@@ -288,8 +301,8 @@ impl Runs<'_> {
             ("", "")
         };
         let mut out = format!(
-            "| {run_head}client | cell | {many_head}ops/s | {RATIO_HEAD} | {COST_HEAD} |\n\
-             |{run_align}---|---|{many_align}--:|--:|{COST_ALIGN}|\n"
+            "| {run_head}client | cell | {many_head}ops/s | {RATIO_HEAD} | {LESSON_COST_HEAD} |\n\
+             |{run_align}---|---|{many_align}--:|--:|{LESSON_COST_ALIGN}|\n"
         );
         let mut notes = Vec::new();
         for (pick, lookup) in picks.iter().zip(&found) {
@@ -320,7 +333,7 @@ impl Runs<'_> {
                 md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
                 lookup.ops_cell(Some(&mut notes)),
                 format::opt(ratio, ratio_text),
-                cost_cells(lookup.row())
+                cost_cells(lookup.row(), true)
             );
         }
         out.push('\n');
@@ -531,7 +544,7 @@ pub fn measured_markdown(runs: &Runs, clients: &str) -> String {
                 md_code(&row.client),
                 md_code(&row.cell),
                 Lookup::Found(row).ops_cell(None),
-                cost_cells(Some(row))
+                cost_cells(Some(row), false)
             );
         }
     }

@@ -152,6 +152,10 @@ fn every_table_number_is_the_fixtures() {
                 format::opt(row.syscalls_per_op, |v| format::significant(v, 3)),
             ),
             (
+                "bytes read/op",
+                format::opt(row.bytes_read_per_op, format::bytes),
+            ),
+            (
                 "allocs/op",
                 format::opt(row.allocs_per_op, |v| format::significant(v, 3)),
             ),
@@ -240,6 +244,9 @@ fn every_number_printed_comes_from_the_fixture() {
                 .flatten()
             {
                 allow(&format::significant(value, 3));
+            }
+            if let Some(bytes) = row.bytes_read_per_op {
+                allow(&format::bytes(bytes));
             }
             if let Some(ops) = row.ops() {
                 allow(&format::grouped(ops));

@@ -273,6 +273,8 @@ fn row(
         "all_syscalls_per_op": null,
         "allocs_per_op": null,
         "alloc_bytes_per_op": null,
+        "bytes_read_per_op": null,
+        "bytes_written_per_op": null,
         "latency_ns": null,
         "flags": [],
         "criterion_report": format!("criterion/{}/report/index.html", criterion_folder(cell)),
@@ -346,6 +348,11 @@ fn row(
     }
     if client != "fred" {
         row["syscalls_per_op"] = json!(if pipeline > 1 { 0.004 } else { 2.0 });
+    }
+    // Bytes on the wire come from the server's counters: none for a baseline.
+    if kind != "baseline" {
+        row["bytes_read_per_op"] = json!(if pipeline > 1 { 5.0 } else { 9.0 });
+        row["bytes_written_per_op"] = json!(27.0 + size as f64);
     }
     row["allocs_per_op"] = json!(if kind == "library" { 3.0 } else { 0.0 });
     row["alloc_bytes_per_op"] = json!(if kind == "library" {
