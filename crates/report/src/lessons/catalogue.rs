@@ -1,4 +1,4 @@
-//! The thirteen lessons: one Markdown file each under `crates/report/lessons/`, built into the
+//! The fourteen lessons: one Markdown file each under `crates/report/lessons/`, built into the
 //! binary so a report renders them wherever it runs. No measured number belongs in those files:
 //! numbers come from the run's results.json when the lessons are rendered.
 //!
@@ -90,7 +90,7 @@ macro_rules! lesson_files {
 }
 
 /// The lesson files, in reading order.
-const FILES: [(&str, &str); 13] = lesson_files![
+const FILES: [(&str, &str); 14] = lesson_files![
     "1-transport",
     "2-writes",
     "3-buffered",
@@ -104,9 +104,10 @@ const FILES: [(&str, &str); 13] = lesson_files![
     "11-transactions",
     "12-batch-reads",
     "13-meta-quiet",
+    "14-cluster",
 ];
 
-/// The thirteen lessons, in reading order. The files are part of the build, so a malformed one is a
+/// The fourteen lessons, in reading order. The files are part of the build, so a malformed one is a
 /// bug that every test shows, not an input error.
 pub static LESSONS: LazyLock<Vec<Lesson>> = LazyLock::new(|| {
     FILES
