@@ -1,5 +1,6 @@
-//! Starts the servers the suite would use (private, or `REDIS_URL` / `MEMCACHED_URL`), prints
-//! what it found, and stops them. `make test` runs it first, so a missing binary fails in a
+//! Starts the servers the suite would use (private, or `REDIS_URL` / `MEMCACHED_URL` /
+//! `REDIS_CLUSTER_URL`: a Redis, a memcached and a Redis Cluster), prints what it found, and
+//! stops them. `make test` runs it first, so a missing binary fails in a
 //! second with the install hint instead of as a panic inside the first test that needs a server.
 
 use std::process::ExitCode;
@@ -7,9 +8,14 @@ use std::process::ExitCode;
 use kvbench_servers::{Backend, Servers, StartOptions};
 
 fn main() -> ExitCode {
-    match Servers::start(&StartOptions::default()) {
+    let options = StartOptions::default();
+    let started = Servers::start(&options).and_then(|mut servers| {
+        servers.start_cluster(&options)?;
+        Ok(servers)
+    });
+    match started {
         Ok(servers) => {
-            for backend in [Backend::Redis, Backend::Memcached] {
+            for backend in [Backend::Redis, Backend::Memcached, Backend::RedisCluster] {
                 let info = servers.info(backend);
                 let origin = if info.external { "external" } else { "private" };
                 let endpoints: Vec<String> =
