@@ -70,6 +70,8 @@
 //! view.
 #![deny(missing_docs)]
 
+mod cluster;
+
 use std::io;
 use std::time::Duration;
 
@@ -82,6 +84,10 @@ use kvbench_core::{
     AsyncClient, Backend, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error, Handle,
     HostileOutcome, Kind, KnownDefect, Operation, Options, Pipelining, Result, SharedClient,
     Transport, connect_shared_boxed,
+};
+
+pub use crate::cluster::{
+    AsyncFredCluster, BlockingFredCluster, CLUSTER_DEFECTS, SPEC_CLUSTER, SharedFredCluster,
 };
 
 /// What fred 10.1.0 gets wrong, one client or a pool alike. The conformance crate's hostile-server
@@ -272,16 +278,29 @@ impl<C: FredClient> AsyncFred<C> {
         Self::open(endpoint, options, C::CONNECTIONS).await
     }
 
-    /// Builds the client with `connections` connections and waits for them. Must run inside a
-    /// tokio runtime: fred spawns its router and reader tasks onto it.
-    // ANCHOR: fred_connect
+    /// Builds the client for the server at `endpoint` with `connections` connections and waits
+    /// for them; see [`open_config`](Self::open_config).
     pub async fn open(
         endpoint: &Endpoint,
         options: &Options,
         connections: usize,
     ) -> Result<AsyncFred<C>> {
+        let config = Config::from_url(&url(endpoint));
+        let config = config.map_err(|err| map_error(err).while_connecting(endpoint))?;
+        Self::open_config(config, endpoint, options, connections).await
+    }
+
+    /// Builds the client from `config` (its server: `endpoint`, named in errors) with the
+    /// timeouts from `options` and `connections` connections, and waits for them. Must run
+    /// inside a tokio runtime: fred spawns its router and reader tasks onto it.
+    // ANCHOR: fred_connect
+    pub async fn open_config(
+        config: Config,
+        endpoint: &Endpoint,
+        options: &Options,
+        connections: usize,
+    ) -> Result<AsyncFred<C>> {
         let connect_failed = |err: FredError| map_error(err).while_connecting(endpoint);
-        let config = Config::from_url(&url(endpoint)).map_err(connect_failed)?;
         let mut builder = Builder::from_config(config);
         builder
             .with_connection_config(|connection| {
@@ -428,7 +447,7 @@ kvbench_core::impl_async_client_by_boxing!(AsyncFred, connect_async_boxed;
 kvbench_core::impl_async_client_by_boxing!(AsyncFred<Pool>, connect_pool_async_boxed;
     get_many_pipelined, incr, get_many, hash, transaction);
 
-fn command_timeout(options: &Options) -> Duration {
+pub(crate) fn command_timeout(options: &Options) -> Duration {
     options.read_timeout.max(options.write_timeout)
 }
 
