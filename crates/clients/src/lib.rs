@@ -33,6 +33,16 @@ pub fn all() -> Vec<ClientSpec> {
     ]
 }
 
+/// Every Redis Cluster client: each connects to one seed node and finds the others itself. Not
+/// in [`all`], which is for single servers.
+pub fn cluster() -> Vec<ClientSpec> {
+    vec![
+        kvbench_lib_redis::SPEC_CLUSTER_SYNC,
+        kvbench_lib_redis::SPEC_CLUSTER_ASYNC,
+        kvbench_lib_fred::SPEC_CLUSTER,
+    ]
+}
+
 /// The client with this name, if any.
 pub fn by_name(name: &str) -> Option<ClientSpec> {
     all().into_iter().find(|spec| spec.name == name)
@@ -45,7 +55,7 @@ mod tests {
     #[test]
     fn names_are_unique() {
         let mut seen = HashSet::new();
-        for spec in super::all() {
+        for spec in super::all().into_iter().chain(super::cluster()) {
             assert!(
                 seen.insert(spec.name),
                 "duplicate client name {}",
