@@ -33,10 +33,16 @@ pub fn all() -> Vec<ClientSpec> {
     ]
 }
 
-/// The Redis Cluster clients: each `connect`s to one seed node (`Endpoint::Tcp`) and finds the
-/// others. Not in [`all`], which is for single servers.
+/// Every Redis Cluster client (backend `redis-cluster`), hand-written first: each connects to
+/// one seed node and finds the others itself. Not in [`all`], whose hostile-server, timeout and
+/// injection tests script single servers.
 pub fn cluster() -> Vec<ClientSpec> {
-    vec![kvbench_cluster::SPEC]
+    vec![
+        kvbench_cluster::SPEC,
+        kvbench_lib_redis::SPEC_CLUSTER_SYNC,
+        kvbench_lib_redis::SPEC_CLUSTER_ASYNC,
+        kvbench_lib_fred::SPEC_CLUSTER,
+    ]
 }
 
 /// The client with this name, if any.
@@ -51,7 +57,7 @@ mod tests {
     #[test]
     fn names_are_unique() {
         let mut seen = HashSet::new();
-        for spec in super::all() {
+        for spec in super::all().into_iter().chain(super::cluster()) {
             assert!(
                 seen.insert(spec.name),
                 "duplicate client name {}",

@@ -57,7 +57,7 @@ pub const CLUSTER_BEHAVIOURS: &[ClusterBehaviour] = &[
         run: slot_migration,
     },
     ClusterBehaviour {
-        name: "cluster_node_down",
+        name: "cluster_node_stopped",
         about: "a stopped node's keys fail promptly with an error; the other nodes' keys still \
                 work",
         own_cluster: true,

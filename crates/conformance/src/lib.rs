@@ -544,7 +544,16 @@ impl KitCase {
         };
         let namespace = format!("{prefix}kit:{}:", self.name);
         let mut case = cluster::ClusterCase::connect(self.spec.connect, on, namespace)?;
-        let verdict = case.run(behaviour).map_err(|failure| failure.to_string());
+        let mut verdict = case.run(behaviour).map_err(|failure| failure.to_string());
+        let known = (self.spec.known_defects.iter()).find(|defect| defect.input == behaviour.name);
+        if let (Some(defect), Err(failure)) = (known, &verdict) {
+            // The library's own tests pin what happens; here it must fail in time, not hang.
+            eprintln!(
+                "kit: {} meets the known defect of {} {}: {failure} (declared: {})",
+                self.name, defect.library, defect.version, defect.outcome
+            );
+            verdict = Ok(());
+        }
         if case.cluster().is_external() {
             // Leave nothing behind on a cluster we do not own.
             let seed = case.cluster().seed();

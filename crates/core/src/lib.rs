@@ -870,8 +870,9 @@ pub struct KnownDefect {
     /// The crate's version, as locked in `Cargo.lock`.
     pub version: &'static str,
     /// The hostile-server case that meets it (`deeply_nested_arrays`), as named in the
-    /// conformance crate's `tests/hostile.rs`, or the conformance kit's many-callers case
-    /// (`server_close`), which then accepts the outcome.
+    /// conformance crate's `tests/hostile.rs`; the conformance kit's many-callers case
+    /// (`server_close`) or cluster case (`cluster_slot_migration`, `cluster_node_stopped`),
+    /// which then accepts the outcome; or a case of the library's own tests that pins it.
     pub input: &'static str,
     /// What happens, as the hostile-server test reports the first call: `Ok(Some(5 bytes))`,
     /// `panicked: ...`, `process killed by SIGABRT: ...`.

@@ -70,6 +70,8 @@
 //! view.
 #![deny(missing_docs)]
 
+mod cluster;
+
 use std::io;
 use std::time::Duration;
 
@@ -82,6 +84,10 @@ use kvbench_core::{
     AsyncClient, Backend, Client, ClientSpec, Concurrency, ConnectShared, Endpoint, Error, Handle,
     HostileOutcome, Kind, KnownDefect, Operation, Options, Pipelining, Result, SharedClient,
     Transport, connect_shared_boxed,
+};
+
+pub use crate::cluster::{
+    AsyncFredCluster, BlockingFredCluster, CLUSTER_DEFECTS, SPEC_CLUSTER, SharedFredCluster,
 };
 
 /// What fred 10.1.0 gets wrong, one client or a pool alike. The conformance crate's hostile-server
@@ -110,18 +116,20 @@ pub const KNOWN_DEFECTS: &[KnownDefect] = &[
         // An integer reply (`:1`) to GET, which no server sends, is returned as the value `1`.
         outcome: "Ok(Some(1 byte))",
     },
-    KnownDefect {
-        library: "fred",
-        version: "10.1.0",
-        input: "server_close",
-        // Without a reconnect policy, fred does not notice that the server closed an idle
-        // connection (the client still says it is connected): a command that goes out on it
-        // after the close gets a timeout, not an I/O error. The kit's callers are in flight when
-        // the server closes, but a connection can be idle at that moment even so (between two
-        // of fred's write batches), with one client as with the pool.
-        outcome: "callers that call after the close fail with Timeout",
-    },
+    SERVER_CLOSE_DEFECT,
 ];
+
+/// Without a reconnect policy, fred does not notice that the server closed an idle connection
+/// (the client still says it is connected): a command that goes out on it after the close gets a
+/// timeout, not an I/O error. The kit's callers are in flight when the server closes, but a
+/// connection can be idle at that moment even so (between two of fred's write batches), with one
+/// client, the pool, or a clustered client's connection to each node.
+pub(crate) const SERVER_CLOSE_DEFECT: KnownDefect = KnownDefect {
+    library: "fred",
+    version: "10.1.0",
+    input: "server_close",
+    outcome: "callers that call after the close fail with Timeout",
+};
 
 /// What fred does on the hostile-server cases that are not known defects, whether one client or a
 /// pool meets them.
@@ -205,6 +213,11 @@ pub fn url(endpoint: &Endpoint) -> String {
 pub fn map_error(err: FredError) -> Error {
     let message = err.to_string();
     match err.kind() {
+        // In clustered mode, a command whose node connection's task has gone (the server closed
+        // it) fails with this message under `Unknown`, the kind of an error reply: it is no reply.
+        ErrorKind::Unknown if message.ends_with("channel closed") => {
+            Error::Io(io::Error::new(io::ErrorKind::ConnectionAborted, message))
+        }
         // fred's `pretty_error` files every error reply under one of these kinds; the reply was
         // read whole, so the connection is still in sync.
         ErrorKind::Unknown
@@ -272,16 +285,29 @@ impl<C: FredClient> AsyncFred<C> {
         Self::open(endpoint, options, C::CONNECTIONS).await
     }
 
-    /// Builds the client with `connections` connections and waits for them. Must run inside a
-    /// tokio runtime: fred spawns its router and reader tasks onto it.
-    // ANCHOR: fred_connect
+    /// Builds the client for the server at `endpoint` with `connections` connections and waits
+    /// for them; see [`open_config`](Self::open_config).
     pub async fn open(
         endpoint: &Endpoint,
         options: &Options,
         connections: usize,
     ) -> Result<AsyncFred<C>> {
+        let config = Config::from_url(&url(endpoint));
+        let config = config.map_err(|err| map_error(err).while_connecting(endpoint))?;
+        Self::open_config(config, endpoint, options, connections).await
+    }
+
+    /// Builds the client from `config` (its server: `endpoint`, named in errors) with the
+    /// timeouts from `options` and `connections` connections, and waits for them. Must run
+    /// inside a tokio runtime: fred spawns its router and reader tasks onto it.
+    // ANCHOR: fred_connect
+    pub async fn open_config(
+        config: Config,
+        endpoint: &Endpoint,
+        options: &Options,
+        connections: usize,
+    ) -> Result<AsyncFred<C>> {
         let connect_failed = |err: FredError| map_error(err).while_connecting(endpoint);
-        let config = Config::from_url(&url(endpoint)).map_err(connect_failed)?;
         let mut builder = Builder::from_config(config);
         builder
             .with_connection_config(|connection| {
@@ -428,7 +454,7 @@ kvbench_core::impl_async_client_by_boxing!(AsyncFred, connect_async_boxed;
 kvbench_core::impl_async_client_by_boxing!(AsyncFred<Pool>, connect_pool_async_boxed;
     get_many_pipelined, incr, get_many, hash, transaction);
 
-fn command_timeout(options: &Options) -> Duration {
+pub(crate) fn command_timeout(options: &Options) -> Duration {
     options.read_timeout.max(options.write_timeout)
 }
 

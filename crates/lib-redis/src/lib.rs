@@ -55,6 +55,8 @@
 //! bench's native async runs of [`AsyncRedis`].
 #![deny(missing_docs)]
 
+mod cluster;
+
 use std::io;
 
 use kvbench_core::{
@@ -64,7 +66,13 @@ use kvbench_core::{
 };
 use redis::aio::MultiplexedConnection;
 use redis::{
-    AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, Pipeline, RedisError, Value,
+    AsyncCommands, AsyncConnectionConfig, Commands, ErrorKind, Pipeline, RedisError, RedisResult,
+    Value,
+};
+
+pub use crate::cluster::{
+    ASYNC_CLUSTER_DEFECTS, AsyncRedisCluster, IN_FLIGHT, RedisClusterSync, SPEC_CLUSTER_ASYNC,
+    SPEC_CLUSTER_SYNC, SYNC_CLUSTER_DEFECTS, cluster_client, connect_cluster_async,
 };
 
 /// What redis-rs 1.8.1 gets wrong on a hostile server (both connections share the parser). The
@@ -162,7 +170,7 @@ pub const SPEC_ASYNC: ClientSpec = ClientSpec {
         "dripped_past_the_timeout" => HostileOutcome::TIMED_OUT,
     ],
     loopback_floor: false,
-    connect: connect_blocking_async_boxed,
+    connect: connect_blocking_async_boxed::<AsyncRedis>,
     connect_async: Some(connect_async_boxed),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<AsyncRedis>),
     operations: Operation::ALL,
@@ -193,6 +201,11 @@ pub fn map_error(err: RedisError) -> Error {
         // The reply was not RESP, or not the type the command promises.
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => Error::Protocol(err.to_string()),
         ErrorKind::InvalidClientConfig => Error::InvalidInput(err.to_string()),
+        // Only the cluster clients report these: no connection to the node a slot belongs to,
+        // or no node known for a slot (the slot map could not be read).
+        ErrorKind::ClusterConnectionNotFound | ErrorKind::Client => {
+            Error::Io(io::Error::new(io::ErrorKind::NotConnected, err.to_string()))
+        }
         _ => Error::Unsupported(err.to_string()),
     }
 }
@@ -239,9 +252,48 @@ fn check_exec(reply: Value, sets: usize) -> Result<()> {
     }
 }
 
-/// The synchronous client: one [`redis::Connection`].
-pub struct RedisSync {
-    con: redis::Connection,
+/// What the synchronous client sends differently on one server and on a cluster: the batches
+/// and the transaction. The one-key commands are the same on any [`redis::ConnectionLike`].
+pub trait SyncConnection: redis::ConnectionLike + Send {
+    /// [`Client::set_many`], `items` not empty.
+    fn send_sets(&mut self, items: &[(&[u8], &[u8])]) -> RedisResult<()>;
+
+    /// [`Client::get_many_pipelined`], `keys` not empty.
+    fn send_gets(&mut self, keys: &[&[u8]]) -> RedisResult<Vec<Option<Vec<u8>>>>;
+
+    /// [`Client::transaction`]: nothing is sent for no items.
+    fn send_transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()>;
+}
+
+impl SyncConnection for redis::Connection {
+    // ANCHOR: redis_sync_set_many
+    fn send_sets(&mut self, items: &[(&[u8], &[u8])]) -> RedisResult<()> {
+        let mut pipe = redis::pipe();
+        for &(key, value) in items {
+            pipe.set(key, value).ignore();
+        }
+        pipe.exec(self)
+    }
+    // ANCHOR_END: redis_sync_set_many
+
+    fn send_gets(&mut self, keys: &[&[u8]]) -> RedisResult<Vec<Option<Vec<u8>>>> {
+        // redis-rs reads one reply per command of the pipeline, no more, no less.
+        pipelined_gets(keys).query(self)
+    }
+
+    fn send_transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let reply = transaction_of_sets(items).query(self);
+        check_exec(reply.map_err(map_error)?, items.len())
+    }
+}
+
+/// The synchronous client: one [`redis::Connection`], or the cluster's connection
+/// ([`RedisClusterSync`]).
+pub struct RedisSync<C = redis::Connection> {
+    con: C,
 }
 
 impl RedisSync {
@@ -258,18 +310,20 @@ impl RedisSync {
             .map_err(fail)?;
         Ok(RedisSync { con })
     }
+}
 
+impl<C> RedisSync<C> {
     /// The underlying connection, for anything beyond the contract.
-    pub fn connection(&mut self) -> &mut redis::Connection {
+    pub fn connection(&mut self) -> &mut C {
         &mut self.con
     }
 }
 
 fn connect_sync_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
-    Ok(Box::new(RedisSync::connect(endpoint, options)?))
+    Ok(Box::new(<RedisSync>::connect(endpoint, options)?))
 }
 
-impl Client for RedisSync {
+impl<C: SyncConnection> Client for RedisSync<C> {
     // ANCHOR: redis_sync_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.con.get(key).map_err(map_error)
@@ -291,22 +345,19 @@ impl Client for RedisSync {
         Ok(removed > 0)
     }
 
-    // ANCHOR: redis_sync_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut pipe = redis::pipe();
-        for &(key, value) in items {
-            pipe.set(key, value).ignore();
+        if items.is_empty() {
+            return Ok(());
         }
-        pipe.exec(&mut self.con).map_err(map_error)
+        self.con.send_sets(items).map_err(map_error)
     }
-    // ANCHOR_END: redis_sync_set_many
 
     fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        // redis-rs reads one reply per command of the pipeline, no more, no less.
-        pipelined_gets(keys).query(&mut self.con).map_err(map_error)
+        let values = self.con.send_gets(keys).map_err(map_error)?;
+        kvbench_core::one_per_key(values, keys.len())
     }
 
     /// `INCRBY key 1`: what redis-rs's `incr` sends.
@@ -314,6 +365,7 @@ impl Client for RedisSync {
         self.con.incr(key, 1).map_err(map_error)
     }
 
+    /// `MGET`, which a cluster connection splits into one `MGET` per slot.
     fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
@@ -334,11 +386,7 @@ impl Client for RedisSync {
     }
 
     fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        if items.is_empty() {
-            return Ok(());
-        }
-        let reply = transaction_of_sets(items).query(&mut self.con);
-        check_exec(reply.map_err(map_error)?, items.len())
+        self.con.send_transaction(items)
     }
 }
 
@@ -365,11 +413,14 @@ pub async fn connect_async(
 }
 // ANCHOR_END: connect_async
 
-/// The contract's operations as async methods on a [`MultiplexedConnection`], for the bench to
-/// drive natively. Cloning is cheap and shares the one connection (that is the multiplexer).
+/// The contract's operations as async methods on a redis-rs async connection `C` (a
+/// [`MultiplexedConnection`] unless named; [`AsyncRedisCluster`] is the cluster's), for the
+/// bench to drive natively. Cloning is cheap and shares the connection (that is the
+/// multiplexer). The one-key commands are the same on any connection; how a batch is sent
+/// depends on it.
 #[derive(Clone)]
-pub struct AsyncRedis {
-    con: MultiplexedConnection,
+pub struct AsyncRedis<C = MultiplexedConnection> {
+    con: C,
 }
 
 impl AsyncRedis {
@@ -380,8 +431,37 @@ impl AsyncRedis {
         })
     }
 
-    /// The underlying multiplexed connection.
-    pub fn connection(&self) -> &MultiplexedConnection {
+    /// One pipeline of `SET`s, every reply ignored unless it is an error.
+    pub async fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut pipe = redis::pipe();
+        for &(key, value) in items {
+            pipe.set(key, value).ignore();
+        }
+        pipe.exec_async(&mut self.con).await.map_err(map_error)
+    }
+
+    /// One pipeline of `GET`s, sent through the multiplexer as one request.
+    pub async fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = pipelined_gets(keys).query_async(&mut self.con).await;
+        values.map_err(map_error)
+    }
+
+    /// `MULTI`, the `SET`s, `EXEC`: one request through the multiplexer.
+    pub async fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let reply = transaction_of_sets(items).query_async(&mut self.con).await;
+        check_exec(reply.map_err(map_error)?, items.len())
+    }
+}
+
+impl<C: redis::aio::ConnectionLike + Send + Sync> AsyncRedis<C> {
+    /// The underlying connection.
+    pub fn connection(&self) -> &C {
         &self.con
     }
 
@@ -409,30 +489,13 @@ impl AsyncRedis {
         Ok(removed > 0)
     }
 
-    /// One pipeline of `SET`s, every reply ignored unless it is an error.
-    pub async fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut pipe = redis::pipe();
-        for &(key, value) in items {
-            pipe.set(key, value).ignore();
-        }
-        pipe.exec_async(&mut self.con).await.map_err(map_error)
-    }
-
-    /// One pipeline of `GET`s, sent through the multiplexer as one request.
-    pub async fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let values = pipelined_gets(keys).query_async(&mut self.con).await;
-        values.map_err(map_error)
-    }
-
     /// `INCRBY key 1`: the new value.
     pub async fn incr(&mut self, key: &[u8]) -> Result<i64> {
         self.con.incr(key, 1).await.map_err(map_error)
     }
 
-    /// `MGET key …`: one value per key, `None` for a miss.
+    /// `MGET key …`: one value per key, `None` for a miss (a cluster connection splits it
+    /// into one `MGET` per slot).
     pub async fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
@@ -453,21 +516,15 @@ impl AsyncRedis {
     pub async fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.con.hgetall(key).await.map_err(map_error)
     }
-
-    /// `MULTI`, the `SET`s, `EXEC`: one request through the multiplexer.
-    pub async fn transaction(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        if items.is_empty() {
-            return Ok(());
-        }
-        let reply = transaction_of_sets(items).query_async(&mut self.con).await;
-        check_exec(reply.map_err(map_error)?, items.len())
-    }
 }
 
 kvbench_core::impl_async_client_by_boxing!(AsyncRedis, connect_async_boxed;
     get_many_pipelined, incr, get_many, hash, transaction);
 
-impl SharedClient for AsyncRedis {
+impl<C: Clone + Send + Sync + 'static> SharedClient for AsyncRedis<C>
+where
+    AsyncRedis<C>: kvbench_core::AsyncClient,
+{
     /// A clone: another sender into the same driver task, so no new connection.
     fn handle(&self) -> Handle {
         Handle::Async(Box::new(self.clone()))
@@ -482,28 +539,37 @@ impl ConnectShared for AsyncRedis {
         options: &Options,
         _connections: usize,
     ) -> Result<AsyncRedis> {
-        AsyncRedis::connect(endpoint, options).await
+        <AsyncRedis>::connect(endpoint, options).await
     }
 }
 
-/// [`AsyncRedis`] behind the synchronous contract: it owns a current-thread runtime and blocks
-/// on each call. The multiplexer's driver task runs only while a call is being blocked on.
-pub struct BlockingAsyncRedis {
-    inner: AsyncRedis,
+/// An async client `A` ([`AsyncRedis`] unless named) behind the synchronous contract: it owns a
+/// current-thread runtime and blocks on each call. The driver task runs only while a call is
+/// being blocked on.
+pub struct BlockingAsyncRedis<A = AsyncRedis> {
+    inner: A,
     runtime: kvbench_block_on::Runtime,
 }
 
-impl BlockingAsyncRedis {
-    /// Builds the runtime and connects on it.
-    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingAsyncRedis> {
-        let connect = AsyncRedis::connect(endpoint, options);
+impl<A: ConnectShared> BlockingAsyncRedis<A> {
+    /// Builds the runtime and connects on it (one connection, as for one caller).
+    pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<BlockingAsyncRedis<A>> {
+        let connect = A::connect_shared(endpoint, options, 1);
         let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
         Ok(BlockingAsyncRedis { inner, runtime })
     }
 }
 
-fn connect_blocking_async_boxed(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
-    Ok(Box::new(BlockingAsyncRedis::connect(endpoint, options)?))
+fn connect_blocking_async_boxed<A: ConnectShared>(
+    endpoint: &Endpoint,
+    options: &Options,
+) -> Result<Box<dyn Client>>
+where
+    BlockingAsyncRedis<A>: Client,
+{
+    Ok(Box::new(BlockingAsyncRedis::<A>::connect(
+        endpoint, options,
+    )?))
 }
 
 kvbench_core::impl_client_by_blocking_on!(BlockingAsyncRedis;

@@ -119,7 +119,7 @@ fn native_async_handle_works_in_any_runtime() {
     let servers = start();
     let endpoint = servers.endpoint(Backend::Redis, Transport::Unix).unwrap();
     runtime().block_on(async {
-        let mut client = AsyncRedis::connect(&endpoint, &Options::default())
+        let mut client = <AsyncRedis>::connect(&endpoint, &Options::default())
             .await
             .unwrap();
         let mut clone = client.clone();
