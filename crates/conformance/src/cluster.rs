@@ -74,7 +74,7 @@ pub enum OnCluster<'a> {
     /// The kit's, shared with every other case.
     Shared(&'a Cluster),
     /// A private one, the case's alone ([`ClusterBehaviour::own_cluster`]).
-    Own(Cluster),
+    Own(Box<Cluster>),
 }
 
 /// One cluster case: the client under test, connected through the cluster's seed node.

@@ -534,7 +534,7 @@ impl KitCase {
 
     fn run_cluster(&self, behaviour: &ClusterBehaviour) -> Result<(), String> {
         let on = if behaviour.own_cluster {
-            cluster::OnCluster::Own(cluster::start_own_cluster()?)
+            cluster::OnCluster::Own(Box::new(cluster::start_own_cluster()?))
         } else {
             cluster::OnCluster::Shared(self.servers.cluster().ok_or("no cluster was started")?)
         };
