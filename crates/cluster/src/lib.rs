@@ -269,7 +269,6 @@ impl ClusterClient {
     /// Sends the command `encode` writes for item `i` to the node serving `keys[i]`, in rounds
     /// (see "Pipelining across nodes" in the crate docs), and reads each reply with `read`.
     /// Returns each item's result in the caller's order, `None` for an item a node redirected.
-    // ANCHOR: scatter
     fn scatter<T>(
         &mut self,
         keys: &[&[u8]],
@@ -286,6 +285,7 @@ impl ClusterClient {
         }
         let mut results: Vec<Option<T>> = keys.iter().map(|_| None).collect();
         let (mut sent, mut moved, mut failure) = (vec![0; queues.len()], false, None);
+        // ANCHOR: scatter_rounds
         while failure.is_none() && sent.iter().zip(&queues).any(|(&n, queue)| n < queue.len()) {
             // Every node's chunk first, so that all of them work while we read.
             let mut round = Vec::new();
@@ -334,6 +334,7 @@ impl ClusterClient {
                 })?;
             }
         }
+        // ANCHOR_END: scatter_rounds
         if let Some(err) = failure {
             return Err(err);
         }
@@ -342,7 +343,6 @@ impl ClusterClient {
         }
         Ok(results)
     }
-    // ANCHOR_END: scatter
 }
 
 /// Reads one whole reply with the codec's [`kvbench_resp::decode`]; it must fit in the read
