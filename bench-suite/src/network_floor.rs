@@ -17,13 +17,12 @@
 //! write and whole reply is bounded by a timeout: a silent host fails the measurement with
 //! [`Error::Timeout`], it never hangs the run.
 
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
+use std::io::{self, Write};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use kvbench_core::{Backend, Endpoint, Error, Options, ReadBuffer, Result};
+use kvbench_core::{Backend, Endpoint, Error, Options, ReadBuffer, Result, Stream};
 use kvbench_servers::Servers;
 
 use crate::costs;
@@ -119,33 +118,6 @@ pub struct Pinger {
     address: String,
 }
 
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(stream) => stream.read(buf),
-            Stream::Unix(stream) => stream.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(stream) => stream.write(buf),
-            Stream::Unix(stream) => stream.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Longer than memcached's longest reply line ([`kvbench_memcached_reply::MAX_LINE_LEN`]), as
 /// [`ReadBuffer`] requires; `+PONG\r\n` and `VERSION 1.6.21\r\n` need a few bytes.
 const READ_BUFFER_LEN: usize = 4 * 1024;
@@ -154,29 +126,19 @@ impl Pinger {
     /// Connects to `backend` at `endpoint`, with `options`' timeouts on the connect, on each read
     /// and write, and on each whole reply.
     pub fn connect(backend: Backend, endpoint: &Endpoint, options: &Options) -> Result<Pinger> {
-        let connect_error = |source| Error::Connect {
-            endpoint: endpoint.to_string(),
-            source,
+        // TCP_NODELAY: one small request per round trip, which Nagle's algorithm would delay.
+        let stream = Stream::connect(endpoint, options)?;
+        let address = match &stream {
+            // The address the name resolved to: the report says which host answered.
+            Stream::Tcp(tcp) => tcp
+                .peer_addr()
+                .map_err(|source| Error::Connect {
+                    endpoint: endpoint.to_string(),
+                    source,
+                })?
+                .to_string(),
+            Stream::Unix(_) => endpoint.to_string(),
         };
-        let (stream, address) = match endpoint {
-            Endpoint::Tcp(addr) => {
-                let stream = connect_tcp(addr, options.connect_timeout).map_err(connect_error)?;
-                // One small request per round trip: Nagle's algorithm would only delay it.
-                stream.set_nodelay(true).map_err(connect_error)?;
-                let peer = stream.peer_addr().map_err(connect_error)?;
-                (Stream::Tcp(stream), peer.to_string())
-            }
-            Endpoint::Unix(path) => {
-                let stream = UnixStream::connect(path).map_err(connect_error)?;
-                (Stream::Unix(stream), path.display().to_string())
-            }
-        };
-        let (read, write) = (Some(options.read_timeout), Some(options.write_timeout));
-        match &stream {
-            Stream::Tcp(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
-            Stream::Unix(s) => s.set_read_timeout(read).and(s.set_write_timeout(write)),
-        }
-        .map_err(connect_error)?;
         let mut read_buf = ReadBuffer::new(READ_BUFFER_LEN);
         read_buf.set_reply_timeout(Some(options.read_timeout));
         let mut request = Vec::new();
@@ -271,23 +233,6 @@ fn version_line_len(pending: &[u8]) -> Option<usize> {
     let lf = searched.iter().position(|&byte| byte == b'\n')?;
     let line = searched[..lf].strip_suffix(b"\r")?;
     line.starts_with(b"VERSION ").then_some(lf + 1)
-}
-
-/// Connects to the first address `addr` resolves to that accepts within `timeout`.
-fn connect_tcp(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
-    let mut last = None;
-    for address in addr.to_socket_addrs()? {
-        match TcpStream::connect_timeout(&address, timeout) {
-            Ok(stream) => return Ok(stream),
-            Err(err) => last = Some(err),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{addr} resolves to no address"),
-        )
-    }))
 }
 
 /// How many round trips a measurement makes.

@@ -36,11 +36,9 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use kvbench_core::{Backend, Endpoint, Options};
+use kvbench_core::{Backend, Endpoint, Options, Stream};
 
 /// Largest stats reply accepted: Redis's `INFO stats` is about 1.5 KiB, memcached's `stats`
 /// about 3 KiB; anything far bigger is not the server we think it is.
@@ -237,24 +235,6 @@ fn redis_reply(buf: &[u8]) -> Result<Option<(usize, String)>, StatsError> {
     }
 }
 
-/// A blocking stream to either transport.
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Stream {
-    fn inner(&mut self) -> &mut dyn ReadWrite {
-        match self {
-            Stream::Tcp(stream) => stream,
-            Stream::Unix(stream) => stream,
-        }
-    }
-}
-
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
-
 /// A connection that reads a server's byte counters.
 pub struct StatsConnection {
     backend: Backend,
@@ -325,7 +305,6 @@ impl StatsConnection {
     /// Sends `request` and reads the stats reply: the counters, and the reply's length.
     fn exchange(&mut self, request: &[u8]) -> Result<(Counters, u64), StatsError> {
         self.stream
-            .inner()
             .write_all(request)
             .map_err(|err| self.io_error(err))?;
         let deadline = Instant::now() + self.timeout;
@@ -357,7 +336,6 @@ impl StatsConnection {
             }
             let n = self
                 .stream
-                .inner()
                 .read(&mut chunk)
                 .map_err(|err| self.io_error(err))?;
             if n == 0 {
@@ -379,19 +357,7 @@ impl StatsConnection {
 
 /// A connection to `endpoint` with `timeout` on connecting, each read and each write.
 fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Stream, StatsError> {
-    let options = Options {
-        connect_timeout: timeout,
-        read_timeout: timeout,
-        write_timeout: timeout,
-    };
-    Ok(match endpoint {
-        Endpoint::Tcp(addr) => Stream::Tcp(
-            kvbench_core::connect_tcp_stream(addr, &options, true).map_err(StatsError::Connect)?,
-        ),
-        Endpoint::Unix(path) => Stream::Unix(
-            kvbench_core::connect_unix_stream(path, &options).map_err(StatsError::Connect)?,
-        ),
-    })
+    Stream::connect(endpoint, &Options::with_timeout(timeout)).map_err(StatsError::Connect)
 }
 
 /// The traffic of whatever runs between [`WireMeter::start`] and [`WireMeter::finish`], from the

@@ -32,10 +32,12 @@
 //! [`ReadBuffer`] (the reused read buffer replies are parsed in, whatever the protocol) and
 //! [`ReplyDeadline`] (a read timeout for a whole reply, not just one `read`) for the blocking
 //! ones; [`Broken`] (the state of a connection that must not be used again) and the socket set-up
-//! of [`connect_tcp_stream`] and [`connect_unix_stream`] for all of them.
+//! of [`connect_tcp_stream`] and [`connect_unix_stream`] for all of them. [`Stream`] (either
+//! transport's socket as one type) is for the suite's own probes, meters and test servers.
 #![deny(missing_docs)]
 
 mod read_buffer;
+mod stream;
 
 use std::fmt;
 use std::io;
@@ -46,6 +48,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 pub use crate::read_buffer::ReadBuffer;
+pub use crate::stream::Stream;
 
 /// The server a client speaks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

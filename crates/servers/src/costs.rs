@@ -11,14 +11,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::os::unix::net::UnixStream;
+use std::net::Shutdown;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kvbench_core::{
-    Backend, Client, Endpoint, Options, Transport, connect_tcp_stream, connect_unix_stream,
-};
+use kvbench_core::{Backend, Client, Endpoint, Options, Stream, Transport};
 
 use crate::Servers;
 
@@ -60,12 +57,6 @@ pub fn allocations() -> usize {
     ALLOCATIONS.with(Cell::get)
 }
 
-/// A blocking socket of either transport.
-enum Socket {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
 /// A shared socket that counts the `read` and `write` calls made on it: each is one system
 /// call on a blocking socket. Shared (`Arc`) so the test can read the counts while the client
 /// owns its handle; usable through `&` like `TcpStream`, as a client with a reader thread needs.
@@ -73,7 +64,7 @@ enum Socket {
 pub struct Counted(Arc<CountedInner>);
 
 struct CountedInner {
-    socket: Socket,
+    socket: Stream,
     reads: AtomicUsize,
     writes: AtomicUsize,
 }
@@ -82,11 +73,7 @@ impl Counted {
     /// Connects to `endpoint` as the hand-written clients do (`TCP_NODELAY`, the default
     /// timeouts), or panics.
     pub fn connect(endpoint: &Endpoint) -> Counted {
-        let options = Options::default();
-        let socket = match endpoint {
-            Endpoint::Tcp(addr) => Socket::Tcp(connect_tcp_stream(addr, &options, true).unwrap()),
-            Endpoint::Unix(path) => Socket::Unix(connect_unix_stream(path, &options).unwrap()),
-        };
+        let socket = Stream::connect(endpoint, &Options::default()).unwrap();
         Counted(Arc::new(CountedInner {
             socket,
             reads: AtomicUsize::new(0),
@@ -104,30 +91,21 @@ impl Counted {
 
     /// Shuts down both directions of the socket.
     pub fn shutdown_both(&self) -> io::Result<()> {
-        match &self.0.socket {
-            Socket::Tcp(stream) => stream.shutdown(Shutdown::Both),
-            Socket::Unix(stream) => stream.shutdown(Shutdown::Both),
-        }
+        self.0.socket.shutdown(Shutdown::Both)
     }
 }
 
 impl Read for &Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.reads.fetch_add(1, Ordering::Relaxed);
-        match &self.0.socket {
-            Socket::Tcp(stream) => (&*stream).read(buf),
-            Socket::Unix(stream) => (&*stream).read(buf),
-        }
+        (&self.0.socket).read(buf)
     }
 }
 
 impl Write for &Counted {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.writes.fetch_add(1, Ordering::Relaxed);
-        match &self.0.socket {
-            Socket::Tcp(stream) => (&*stream).write(buf),
-            Socket::Unix(stream) => (&*stream).write(buf),
-        }
+        (&self.0.socket).write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())

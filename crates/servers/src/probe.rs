@@ -4,12 +4,10 @@
 //! measures. Each probe is a fresh connection with read/write timeouts and a bounded reply, so a
 //! silent or babbling server costs at most the timeout.
 
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
+use std::io::{Read, Write};
 use std::time::Duration;
 
-use kvbench_core::{Backend, Endpoint};
+use kvbench_core::{Backend, Endpoint, Options, Stream};
 
 /// The largest probe reply we read. `INFO server` is ~1.5 KiB and `stats` ~3 KiB; anything far
 /// bigger is not the server we think it is.
@@ -31,7 +29,7 @@ pub(crate) fn ask(
     endpoint: &Endpoint,
     timeout: Duration,
 ) -> Result<Answer, String> {
-    let mut conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
+    let mut conn = Conn::open(endpoint, timeout)?;
     match backend {
         Backend::Redis | Backend::RedisCluster => ask_redis(&mut conn),
         Backend::Memcached => ask_memcached(&mut conn),
@@ -137,7 +135,7 @@ pub(crate) fn command(
     args: &[&[u8]],
     timeout: Duration,
 ) -> Result<Reply, String> {
-    let mut conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
+    let mut conn = Conn::open(endpoint, timeout)?;
     let mut request = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
         request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
@@ -214,7 +212,7 @@ impl AcceptedConnections {
         endpoint: &Endpoint,
         timeout: Duration,
     ) -> Result<AcceptedConnections, String> {
-        let conn = Conn::open(endpoint, timeout).map_err(|err| format!("connect: {err}"))?;
+        let conn = Conn::open(endpoint, timeout)?;
         Ok(AcceptedConnections { backend, conn })
     }
 
@@ -268,35 +266,14 @@ fn bulk_complete(buf: &[u8]) -> bool {
     buf.len() >= end + 2 + len + 2
 }
 
-/// A TCP or Unix stream with timeouts.
-enum Conn {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
+/// A probe's connection: one timeout for the connect, each read and each write.
+struct Conn(Stream);
 
 impl Conn {
-    fn open(endpoint: &Endpoint, timeout: Duration) -> io::Result<Conn> {
-        let conn = match endpoint {
-            Endpoint::Tcp(addr) => {
-                let addr = addr
-                    .to_socket_addrs()?
-                    .next()
-                    .ok_or_else(|| io::Error::other(format!("{addr} resolves to no address")))?;
-                Conn::Tcp(TcpStream::connect_timeout(&addr, timeout)?)
-            }
-            Endpoint::Unix(path) => Conn::Unix(UnixStream::connect(path)?),
-        };
-        match &conn {
-            Conn::Tcp(stream) => {
-                stream.set_read_timeout(Some(timeout))?;
-                stream.set_write_timeout(Some(timeout))?;
-            }
-            Conn::Unix(stream) => {
-                stream.set_read_timeout(Some(timeout))?;
-                stream.set_write_timeout(Some(timeout))?;
-            }
-        }
-        Ok(conn)
+    fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Conn, String> {
+        Stream::connect(endpoint, &Options::with_timeout(timeout))
+            .map(Conn)
+            .map_err(|err| err.to_string())
     }
 
     /// Writes `request` and reads until `complete` says the reply is whole.
@@ -305,12 +282,14 @@ impl Conn {
         request: &[u8],
         complete: impl Fn(&[u8]) -> bool,
     ) -> Result<Vec<u8>, String> {
-        self.write_all(request)
+        self.0
+            .write_all(request)
             .map_err(|err| format!("write: {err}"))?;
         let mut reply = Vec::new();
         let mut chunk = [0u8; 4096];
         while !complete(&reply) {
             let n = self
+                .0
                 .read(&mut chunk)
                 .map_err(|err| format!("read: {err}"))?;
             if n == 0 {
@@ -322,28 +301,6 @@ impl Conn {
             }
         }
         Ok(reply)
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Tcp(stream) => stream.read(buf),
-            Conn::Unix(stream) => stream.read(buf),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Tcp(stream) => stream.write(buf),
-            Conn::Unix(stream) => stream.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 

@@ -10,14 +10,14 @@
 #![allow(dead_code)]
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::net::{Shutdown, TcpListener};
+use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use kvbench_core::{ClientSpec, Endpoint, Options, Transport};
+use kvbench_core::{ClientSpec, Endpoint, Options, Stream, Transport};
 
 /// How long a connection handler waits for bytes before it checks whether the test is over.
 const POLL: Duration = Duration::from_millis(20);
@@ -104,57 +104,6 @@ enum Listener {
     Unix(UnixListener),
 }
 
-/// One accepted connection, either transport.
-pub enum Conn {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Conn {
-    fn try_clone(&self) -> io::Result<Conn> {
-        Ok(match self {
-            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
-            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
-        })
-    }
-
-    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Tcp(s) => s.set_read_timeout(timeout),
-            Conn::Unix(s) => s.set_read_timeout(timeout),
-        }
-    }
-
-    fn shutdown(&self) {
-        // The peer may be gone already; either way the connection is over.
-        let _ = match self {
-            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
-            Conn::Unix(s) => s.shutdown(Shutdown::Both),
-        };
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.read(buf),
-            Conn::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.write(buf),
-            Conn::Unix(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 impl FakeServer {
     /// Starts listening on `transport` and serving every connection with `behaviour`.
     pub fn start(dialect: Dialect, transport: Transport, behaviour: Behaviour) -> FakeServer {
@@ -233,11 +182,11 @@ fn accept_loop(listener: Listener, dialect: Dialect, behaviour: Behaviour, share
             Listener::Tcp(l) => l.accept().and_then(|(s, _)| {
                 s.set_nonblocking(false)?;
                 s.set_nodelay(true)?;
-                Ok(Conn::Tcp(s))
+                Ok(Stream::Tcp(s))
             }),
             Listener::Unix(l) => l.accept().and_then(|(s, _)| {
                 s.set_nonblocking(false)?;
-                Ok(Conn::Unix(s))
+                Ok(Stream::Unix(s))
             }),
         };
         match accepted {
@@ -260,7 +209,7 @@ fn accept_loop(listener: Listener, dialect: Dialect, behaviour: Behaviour, share
     }
 }
 
-fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared) {
+fn serve(mut conn: Stream, dialect: Dialect, behaviour: Behaviour, shared: &Shared) {
     conn.set_read_timeout(Some(POLL))
         .expect("handler read timeout");
     let mut answer = match behaviour {
@@ -334,7 +283,8 @@ fn serve(mut conn: Conn, dialect: Dialect, behaviour: Behaviour, shared: &Shared
                 }
                 Answer::ThenClose(bytes) => {
                     let _ = conn.write_all(bytes);
-                    conn.shutdown();
+                    // The peer may be gone already; either way the connection is over.
+                    let _ = conn.shutdown(Shutdown::Both);
                     return;
                 }
                 Answer::Then { .. } => unreachable!("answered above"),

@@ -5,11 +5,9 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use kvbench_core::{Backend, Endpoint, Options, Transport};
+use kvbench_core::{Backend, Endpoint, Options, Stream, Transport};
 use kvbench_memcached_text::TextClient;
 use kvbench_servers::Servers;
 
@@ -24,50 +22,9 @@ pub fn endpoint(servers: &Servers, transport: Transport) -> Endpoint {
         .expect("memcached endpoint")
 }
 
-/// A byte stream to either transport, so one test body runs over both.
-pub enum AnyStream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl AnyStream {
-    pub fn connect(endpoint: &Endpoint) -> AnyStream {
-        let timeout = Some(Duration::from_secs(10));
-        match endpoint {
-            Endpoint::Tcp(addr) => {
-                let stream = TcpStream::connect(addr).unwrap();
-                stream.set_nodelay(true).unwrap();
-                stream.set_read_timeout(timeout).unwrap();
-                AnyStream::Tcp(stream)
-            }
-            Endpoint::Unix(path) => {
-                let stream = UnixStream::connect(path).unwrap();
-                stream.set_read_timeout(timeout).unwrap();
-                AnyStream::Unix(stream)
-            }
-        }
-    }
-}
-
-impl Read for AnyStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            AnyStream::Tcp(s) => s.read(buf),
-            AnyStream::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for AnyStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            AnyStream::Tcp(s) => s.write(buf),
-            AnyStream::Unix(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+/// A raw connection to either transport, so one test body runs over both.
+pub fn connect(endpoint: &Endpoint) -> Stream {
+    Stream::connect(endpoint, &Options::with_timeout(Duration::from_secs(10))).unwrap()
 }
 
 /// Counts `read` and `write` calls: each is one system call on a socket.
@@ -95,9 +52,9 @@ impl<S: Write> Write for Counting<S> {
 }
 
 /// A client over a counted stream.
-pub fn counted_client(endpoint: &Endpoint) -> TextClient<Counting<AnyStream>> {
+pub fn counted_client(endpoint: &Endpoint) -> TextClient<Counting<Stream>> {
     TextClient::new(Counting {
-        inner: AnyStream::connect(endpoint),
+        inner: connect(endpoint),
         reads: 0,
         writes: 0,
     })
@@ -110,7 +67,7 @@ pub fn client(endpoint: &Endpoint) -> Box<dyn kvbench_core::Client> {
 
 /// The server's `stats`, read on a separate raw connection (independent of the client under test).
 pub fn stats(endpoint: &Endpoint) -> HashMap<String, String> {
-    let mut stream = AnyStream::connect(endpoint);
+    let mut stream = connect(endpoint);
     stream.write_all(b"stats\r\n").unwrap();
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
