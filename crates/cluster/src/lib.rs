@@ -42,7 +42,7 @@
 //! bounded by a few timeouts even while slots move.
 #![deny(missing_docs)]
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::net::TcpStream;
 
 use kvbench_core::{
@@ -116,12 +116,6 @@ impl Redirect {
             _ => None,
         }
     }
-
-    fn addr(&self) -> &str {
-        match self {
-            Redirect::Moved(addr) | Redirect::Ask(addr) => addr,
-        }
-    }
 }
 
 /// One node's connection: `raw-tcp`'s.
@@ -173,7 +167,7 @@ impl ClusterClient {
                 let cluster_slots = |write_buf: &mut Vec<u8>| {
                     encode_command(write_buf, &[b"CLUSTER", b"SLOTS"]);
                 };
-                conn.pipeline(cluster_slots, read_reply)
+                conn.pipeline(cluster_slots, blocking::read_reply)
             });
             match reply.and_then(slot_ranges) {
                 Ok(ranges) => {
@@ -192,14 +186,12 @@ impl ClusterClient {
 
     /// The index of the node at `addr`, added if new.
     fn node_index(&mut self, addr: &str) -> usize {
-        match self.nodes.iter().position(|node| node.addr == addr) {
-            Some(index) => index,
-            None => {
-                let addr = addr.to_string();
-                self.nodes.push(Node { addr, conn: None });
-                self.nodes.len() - 1
-            }
+        if let Some(index) = self.nodes.iter().position(|node| node.addr == addr) {
+            return index;
         }
+        let addr = addr.to_string();
+        self.nodes.push(Node { addr, conn: None });
+        self.nodes.len() - 1
     }
 
     /// The node serving `slot`; the map is read again once if it names none.
@@ -212,23 +204,14 @@ impl ClusterClient {
     }
 
     /// Runs `op` on node `index`'s connection, opened first if it has none or its last one
-    /// broke; an error names the node (which one failed is the first question when one of
-    /// several does; [`Error::Connect`] names it already).
+    /// broke; an error names the node.
     fn on<T>(&mut self, index: usize, op: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let node = &mut self.nodes[index];
         let conn = match node.conn.take() {
             Some(conn) if !conn.is_broken() => conn,
             _ => blocking::connect_tcp(&node.addr, &self.options, true, MultiBulk)?,
         };
-        op(node.conn.insert(conn)).map_err(|err| match err {
-            Error::Io(source) => Error::Io(io::Error::new(
-                source.kind(),
-                format!("node {}: {source}", node.addr),
-            )),
-            Error::Timeout(message) => Error::Timeout(format!("node {}: {message}", node.addr)),
-            Error::Protocol(message) => Error::Protocol(format!("node {}: {message}", node.addr)),
-            other => other,
-        })
+        op(node.conn.insert(conn)).map_err(|err| err.with_peer(&format!("node {}", node.addr)))
     }
 
     /// Runs `op` on the connection of the node serving `key`, following redirections.
@@ -241,24 +224,23 @@ impl ClusterClient {
             let attempt = self.on(target, |conn| {
                 if asking {
                     let asking = |write_buf: &mut Vec<u8>| encode_command(write_buf, &[b"ASKING"]);
-                    conn.pipeline(asking, |read_buf, stream| {
-                        blocking::read_status(read_buf, stream, "OK")
+                    conn.pipeline(asking, |buf, stream| {
+                        blocking::read_status(buf, stream, "OK")
                     })?;
                 }
                 op(conn)
             });
             let redirect = match attempt {
-                Err(Error::Server(message)) => match Redirect::parse(&message) {
-                    Some(redirect) => redirect,
-                    None => return Err(Error::Server(message)),
-                },
+                Err(Error::Server(msg)) => Redirect::parse(&msg).ok_or(Error::Server(msg))?,
                 result => return result,
             };
+            // MOVED: the map is stale. ASK: this key, this once.
             asking = matches!(redirect, Redirect::Ask(_));
             if !asking {
                 self.refresh()?;
             }
-            target = self.node_index(redirect.addr());
+            let (Redirect::Moved(addr) | Redirect::Ask(addr)) = &redirect;
+            target = self.node_index(addr);
         }
         Err(Error::Server(format!(
             "slot {slot} still redirected after {MAX_REDIRECTS} redirections"
@@ -278,9 +260,7 @@ impl ClusterClient {
         let mut queues: Vec<Vec<usize>> = Vec::new();
         for (item, key) in keys.iter().enumerate() {
             let node = self.owner(key_slot(key))?;
-            if node >= queues.len() {
-                queues.resize_with(node + 1, Vec::new);
-            }
+            queues.resize_with(queues.len().max(node + 1), Vec::new);
             queues[node].push(item);
         }
         let mut results: Vec<Option<T>> = keys.iter().map(|_| None).collect();
@@ -318,13 +298,11 @@ impl ClusterClient {
                             read_buf.start_reply();
                             match read(read_buf, stream) {
                                 Ok(value) => results[item] = Some(value),
+                                // Redirected: retried after the batch, one at a time.
                                 Err(Error::Server(message)) => match Redirect::parse(&message) {
-                                    Some(redirect) => {
-                                        moved |= matches!(redirect, Redirect::Moved(_))
-                                    }
-                                    None => {
-                                        failure.get_or_insert(Error::Server(message));
-                                    }
+                                    Some(Redirect::Moved(_)) => moved = true,
+                                    Some(Redirect::Ask(_)) => {}
+                                    None => _ = failure.get_or_insert(Error::Server(message)),
                                 },
                                 Err(err) => return Err(err),
                             }
@@ -345,59 +323,40 @@ impl ClusterClient {
     }
 }
 
-/// Reads one whole reply with the codec's [`kvbench_resp::decode`]; it must fit in the read
-/// buffer (128 KiB: `CLUSTER SLOTS` for hundreds of nodes).
-fn read_reply(read_buf: &mut ReadBuffer, stream: &mut TcpStream) -> Result<Reply> {
-    loop {
-        if let Some((reply, used)) = kvbench_resp::decode(read_buf.pending())? {
-            read_buf.consume(used);
-            return Ok(reply);
-        }
-        if read_buf.pending().len() == blocking::READ_BUF_LEN {
-            let limit = blocking::READ_BUF_LEN;
-            return Err(Error::Protocol(format!(
-                "a reply longer than {limit} bytes"
-            )));
-        }
-        read_buf.fill(stream)?;
-    }
-}
-
-/// `CLUSTER SLOTS` → `(first slot, last slot, host:port of its primary)`. Each element is
-/// `[start, end, [ip, port, id, …], replicas…]`.
+/// `CLUSTER SLOTS` → `(first slot, last slot, host:port of its primary)`, each range checked.
 // ANCHOR: slot_ranges
 fn slot_ranges(reply: Reply) -> Result<Vec<(u16, u16, String)>> {
     let bad = || Error::Protocol("unexpected CLUSTER SLOTS reply".into());
-    let ranges = match reply {
-        Reply::Array(Some(ranges)) => ranges,
-        Reply::Error(message) => return Err(Error::Server(lossy(&message))),
-        _ => return Err(bad()),
+    match reply {
+        Reply::Array(Some(ranges)) => ranges
+            .iter()
+            .map(|r| slot_range(r).ok_or_else(bad))
+            .collect(),
+        Reply::Error(message) => Err(Error::Server(lossy(&message))),
+        _ => Err(bad()),
+    }
+}
+
+/// One element of the map: `[start, end, [ip, port, id, …], replicas…]`.
+fn slot_range(range: &Reply) -> Option<(u16, u16, String)> {
+    let Reply::Array(Some(fields)) = range else {
+        return None;
     };
-    let slot = |n: &i64| u16::try_from(*n).ok().filter(|&slot| slot < SLOTS);
-    let range = |fields: &[Reply]| match fields {
-        [
-            Reply::Integer(start),
-            Reply::Integer(end),
-            Reply::Array(Some(primary)),
-            ..,
-        ] => match (slot(start), slot(end), primary.as_slice()) {
-            (Some(start), Some(end), [Reply::Bulk(Some(ip)), Reply::Integer(port), ..])
-                if start <= end =>
-            {
-                Some((start, end, format!("{}:{port}", lossy(ip))))
-            }
-            _ => None,
-        },
-        _ => None,
+    let [
+        Reply::Integer(start),
+        Reply::Integer(end),
+        Reply::Array(Some(primary)),
+        ..,
+    ] = &fields[..]
+    else {
+        return None;
     };
-    let element = |reply: &Reply| match reply {
-        Reply::Array(Some(fields)) => range(fields),
-        _ => None,
+    let [Reply::Bulk(Some(ip)), Reply::Integer(port), ..] = &primary[..] else {
+        return None;
     };
-    ranges
-        .iter()
-        .map(|reply| element(reply).ok_or_else(bad))
-        .collect()
+    let slot = |n: i64| u16::try_from(n).ok().filter(|&slot| slot < SLOTS);
+    let (start, end) = (slot(*start)?, slot(*end)?);
+    (start <= end).then(|| (start, end, format!("{}:{port}", lossy(ip))))
 }
 // ANCHOR_END: slot_ranges
 

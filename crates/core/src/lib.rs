@@ -248,6 +248,21 @@ impl Error {
         )
     }
 
+    /// This error, with `peer` (one of several servers a client talks to) named in its message,
+    /// for a broken connection, a timeout or a malformed reply: which of several servers failed
+    /// is the first question. [`Error::Connect`] names its endpoint already, and an error reply
+    /// stays as the server wrote it (a client may parse it).
+    pub fn with_peer(self, peer: &str) -> Error {
+        match self {
+            Error::Io(source) => {
+                Error::Io(io::Error::new(source.kind(), format!("{peer}: {source}")))
+            }
+            Error::Timeout(message) => Error::Timeout(format!("{peer}: {message}")),
+            Error::Protocol(message) => Error::Protocol(format!("{peer}: {message}")),
+            other => other,
+        }
+    }
+
     /// This error, met while connecting to `endpoint`, as the contract reports a connection
     /// that could not be established: a failed or timed-out connection (a library's handshake
     /// included) becomes [`Error::Connect`], a timeout with [`io::ErrorKind::TimedOut`]. Any

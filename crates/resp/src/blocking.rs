@@ -445,6 +445,24 @@ pub fn read_value(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<O
     }
 }
 
+/// Reads one whole reply of any type with the codec's [`decode`](crate::decode), such as
+/// `CLUSTER SLOTS`'s nested arrays; it must fit in the read buffer ([`READ_BUF_LEN`]).
+pub fn read_reply(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<crate::Reply> {
+    loop {
+        if let Some((reply, used)) = crate::decode(read_buf.pending())? {
+            read_buf.consume(used);
+            return Ok(reply);
+        }
+        if read_buf.pending().len() == READ_BUF_LEN {
+            let limit = READ_BUF_LEN;
+            return Err(Error::Protocol(format!(
+                "a reply longer than {limit} bytes"
+            )));
+        }
+        read_buf.fill(stream)?;
+    }
+}
+
 /// Reads `count` replies in a row — the elements of an array, or the replies to a pipeline —
 /// each with `read_one`, which reports an error reply it has read whole as [`Error::Server`].
 /// Such an error is kept and the rest still read, so that the connection stays in step; the
