@@ -42,10 +42,11 @@ schema:
 	KVBENCH_WRITE_SCHEMA=1 $(CARGO) test -q -p kvbench-results --test schema committed_schema_matches_the_types
 
 ## The committed reference run: the full matrix, its headline cells (Redis and memcached GET 3 B and
-## pipelined SET 1M, TCP and Unix) and the cells the lessons' targets compare (pipelined SET 100k
-## and MGET of 100 x 3 B over TCP) three times, interleaved; then its split-placement twin.
+## pipelined SET 1M, TCP and Unix) and the cells the lessons' targets compare (pipelined SET 100k,
+## of one key, of distinct keys and on the cluster, and MGET of 100 x 3 B over TCP) three times,
+## interleaved; then its split-placement twin.
 reference:
-	RUN_ID=reference REPEAT=3 REPEAT_CELLS=get/3B,pipeline_set/1000000,pipeline_set/100000/tcp,get_many/100/3B/tcp $(MAKE) --no-print-directory bench
+	RUN_ID=reference REPEAT=3 REPEAT_CELLS=get/3B,pipeline_set/1000000,pipeline_set/100000/tcp,pipeline_set_distinct,get_many/100/3B/tcp $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
 
 lint:

@@ -42,7 +42,7 @@ pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
 /// hundred.
 fn requests(cell: &Cell, mode: Mode, items_per_request: u64) -> u64 {
     let full = match cell.op {
-        Op::PipelineSet => 1_000_000,
+        op if op.is_pipeline_set() => 1_000_000,
         _ if items_per_request > 1 && cell.value_size >= 1024 => 2_000,
         _ if items_per_request > 1 => 10_000,
         _ if cell.value_size >= 1 << 20 => 2_000,
@@ -159,6 +159,10 @@ fn plan(w: &Workload, prepare: &mut PrepareKey<'_>) -> Result<Plan> {
             "",
         ),
         Op::PipelineSet => one(words(&["-t", "set", "-d", "3", "-P", &depth]), ""),
+        Op::PipelineSetDistinct => one(
+            words(&["-t", "set", "-d", "3", "-P", &depth, "-r", &depth]),
+            "SETs of keys drawn at random among as many as the cell's (-r), not each key once",
+        ),
         Op::Incr => one(words(&["-t", "incr"]), ""),
         // The cell's keys, preloaded through the reference connection.
         Op::GetMany => Plan {

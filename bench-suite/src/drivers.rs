@@ -39,8 +39,10 @@ impl Workload {
         let cluster = cell.backend == Backend::RedisCluster;
         let items = match cell.op {
             // A cluster's keys are spread over its nodes: each call reads the next of several
-            // keys, and the pipeline writes distinct keys, so that it is split by node.
+            // keys, and the pipeline writes distinct keys, so that it is split by node. One
+            // server's pipeline of distinct keys writes the same keys.
             Op::Get | Op::PipelineSet if cluster => Some(("spread".to_string(), true)),
+            Op::PipelineSetDistinct => Some(("spread".to_string(), true)),
             Op::GetMany | Op::GetManyPipelined => Some((format!("many:{size}"), true)),
             Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
                 Some(("txn".to_string(), true))
@@ -76,7 +78,7 @@ impl Workload {
                 format!("setex:{}", cell.value_size).into_bytes(),
                 value(cell.value_size),
             ),
-            Op::PipelineSet => (b"foo".to_vec(), b"bar".to_vec()),
+            Op::PipelineSet | Op::PipelineSetDistinct => (b"foo".to_vec(), b"bar".to_vec()),
             Op::Incr => (b"counter".to_vec(), b"0".to_vec()),
             Op::Hash => (b"hash".to_vec(), Vec::new()),
             // Every operation of these is on `names`.
@@ -242,7 +244,9 @@ pub fn run_sync(client: &mut dyn Client, w: &Workload, args: &Args) -> Result<()
         Op::GetMiss => miss(client.get(&w.key)?),
         Op::Set => client.set(&w.key, &w.value),
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL),
-        Op::PipelineSet | Op::TransactionPipeline => client.set_many(&args.items),
+        Op::PipelineSet | Op::PipelineSetDistinct | Op::TransactionPipeline => {
+            client.set_many(&args.items)
+        }
         Op::Incr => check_counter(client.incr(&w.key)?),
         Op::GetMany => check_hits(client.get_many(&args.keys)?, args.keys.len(), size),
         Op::GetManyPipelined => check_hits(
@@ -269,7 +273,9 @@ pub async fn run_async(client: &mut dyn AsyncClient, w: &Workload, args: &Args<'
         Op::GetMiss => miss(client.get(&w.key).await?),
         Op::Set => client.set(&w.key, &w.value).await,
         Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL).await,
-        Op::PipelineSet | Op::TransactionPipeline => client.set_many(&args.items).await,
+        Op::PipelineSet | Op::PipelineSetDistinct | Op::TransactionPipeline => {
+            client.set_many(&args.items).await
+        }
         Op::Incr => check_counter(client.incr(&w.key).await?),
         Op::GetMany => check_hits(client.get_many(&args.keys).await?, args.keys.len(), size),
         Op::GetManyPipelined => check_hits(

@@ -46,7 +46,7 @@ impl Cell {
     /// `redis/transaction_multi/100/unix`.
     pub fn id(&self) -> String {
         let size = match self.op {
-            Op::PipelineSet | Op::Hash => self.pipeline.to_string(),
+            Op::PipelineSet | Op::PipelineSetDistinct | Op::Hash => self.pipeline.to_string(),
             Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
                 self.pipeline.to_string()
             }
@@ -99,7 +99,8 @@ impl Cell {
             Op::TransactionMulti => Some(Operation::Transaction),
             // The pipelined GETs and both other ways of the transaction cells go through
             // methods every client has (`get_many_pipelined`, `set`, `set_many`).
-            Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet => None,
+            Op::Get | Op::GetMiss | Op::Set | Op::SetEx => None,
+            Op::PipelineSet | Op::PipelineSetDistinct => None,
             Op::GetManyPipelined | Op::TransactionPlain | Op::TransactionPipeline => None,
         }
     }
@@ -179,20 +180,24 @@ fn operation_cells() -> Vec<Cell> {
 
 /// The Redis Cluster cells, over TCP only (a cluster announces its nodes by address, so no
 /// cluster client here speaks Unix sockets): GET 3 B of keys spread over every node, SET 3 B,
-/// and a pipelined SET of [`CLUSTER_PIPELINE`] distinct keys spread over every slot. The same
+/// and a pipelined SET of [`CLUSTER_PIPELINE`] distinct keys spread over every slot; then the
+/// same pipeline of distinct keys on one server (`redis/pipeline_set_distinct/…`). The same
 /// clients' single-server cells are in the same run: the difference is what routing costs.
 pub fn cluster_cells() -> Vec<Cell> {
-    cells_on(
+    let mut cells = cells_on(
         &[Backend::RedisCluster],
         &[
             (Op::Get, 3, 1),
             (Op::Set, 3, 1),
             (Op::PipelineSet, 3, CLUSTER_PIPELINE),
         ],
-    )
-    .into_iter()
-    .filter(|cell| cell.transport == Transport::Tcp)
-    .collect()
+    );
+    cells.extend(cells_on(
+        &[Backend::Redis],
+        &[(Op::PipelineSetDistinct, 3, CLUSTER_PIPELINE)],
+    ));
+    cells.retain(|cell| cell.transport == Transport::Tcp);
+    cells
 }
 
 /// Items of the cluster's pipelined SET, each a key of its own.
@@ -278,7 +283,7 @@ const SMOKE_OPERATION_CELLS: &[&str] = &[
 pub fn smoke_matrix(callers: &[usize]) -> Vec<Cell> {
     let kept = |cell: &Cell| {
         (!is_operation_cell(cell) || SMOKE_OPERATION_CELLS.contains(&cell.id().as_str()))
-            && !(cell.op == Op::PipelineSet && cell.pipeline > SMOKE_DEEPEST_PIPELINE)
+            && !(cell.op.is_pipeline_set() && cell.pipeline > SMOKE_DEEPEST_PIPELINE)
     };
     full_matrix(callers).into_iter().filter(kept).collect()
 }
@@ -290,7 +295,7 @@ pub const SMOKE_DEEPEST_PIPELINE: usize = 100_000;
 fn is_operation_cell(cell: &Cell) -> bool {
     !matches!(
         cell.op,
-        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet
+        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::PipelineSetDistinct
     )
 }
 
@@ -692,8 +697,8 @@ mod tests {
         let cells = full_matrix(FULL.concurrency);
         // 28 cells of the optional operations: INCR and get_many (two ways, two sizes) on both
         // backends, the hash and three transaction ways on Redis; each over TCP and Unix. Then
-        // 3 of the Redis Cluster, over TCP.
-        assert_eq!(cells.len(), 44 + 28 + 16 + 3);
+        // 3 of the Redis Cluster and the single server's pipeline of the same keys, over TCP.
+        assert_eq!(cells.len(), 44 + 28 + 16 + 3 + 1);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
         for id in [
@@ -726,6 +731,7 @@ mod tests {
         assert!(ids.contains("memcached/set/3B/unix/c16"));
         assert!(ids.contains("redis/get/3B/tcp/c256"));
         assert!(ids.contains("redis-cluster/pipeline_set/100000/tcp"));
+        assert!(ids.contains("redis/pipeline_set_distinct/100000/tcp"));
         assert!(
             !ids.iter()
                 .any(|id| id.starts_with("redis-cluster/") && id.ends_with("unix"))
@@ -751,7 +757,7 @@ mod tests {
     fn quick_matrix_is_a_subset() {
         let full = full_matrix(&[16, 256]);
         let quick = quick_matrix(&[256]);
-        assert_eq!(quick.len(), 20 + 7 + 4 + 3);
+        assert_eq!(quick.len(), 20 + 7 + 4 + 3 + 1);
         assert!(quick.iter().all(|cell| full.contains(cell)));
     }
 
@@ -761,7 +767,10 @@ mod tests {
         let smoke = smoke_matrix(&[256]);
         let ids: Vec<String> = smoke.iter().map(Cell::id).collect();
         // Not the four pipelines of a million.
-        assert_eq!(smoke.len(), 44 - 4 + SMOKE_OPERATION_CELLS.len() + 8 + 3);
+        assert_eq!(
+            smoke.len(),
+            44 - 4 + SMOKE_OPERATION_CELLS.len() + 8 + 3 + 1
+        );
         for id in SMOKE_OPERATION_CELLS {
             assert!(ids.iter().any(|cell| cell == id), "{id} is not a cell");
         }
@@ -813,12 +822,15 @@ mod tests {
                 "1 redis/transaction_multi/100/tcp",
                 "1 redis/transaction_pipeline/100/tcp",
                 "1 redis/get/3B/tcp/c256",
+                "1 redis/pipeline_set_distinct/100000/tcp",
                 "2 redis/get/3B/tcp",
                 "2 redis/pipeline_set/100000/tcp",
                 "2 redis/get/3B/tcp/c256",
+                "2 redis/pipeline_set_distinct/100000/tcp",
                 "3 redis/get/3B/tcp",
                 "3 redis/pipeline_set/100000/tcp",
                 "3 redis/get/3B/tcp/c256",
+                "3 redis/pipeline_set_distinct/100000/tcp",
             ]
         );
     }

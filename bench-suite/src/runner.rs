@@ -14,7 +14,7 @@ use crate::callers::{self, Callers};
 use crate::costs::{self, SyscallCounter};
 use crate::drivers::{self, Args, Driver, Workload};
 use crate::environment;
-use crate::matrix::{Cell, Matrix, Mode, Op, Settings};
+use crate::matrix::{Cell, Matrix, Mode, Settings};
 use crate::network_floor;
 use crate::results::{self, Results, Row, RowExt, Run, Status, Wall};
 use crate::verify::{self, Rejection};
@@ -60,8 +60,8 @@ pub fn pair_line(row: &Row) -> String {
 /// Calls in a cost pass: enough operations for stable per-op numbers, a fraction of a second.
 fn cost_pass_calls(cell: &Cell, mode: Mode) -> u64 {
     let calls: u64 = match cell.op {
-        Op::PipelineSet if cell.pipeline >= 100_000 => 1,
-        Op::PipelineSet => 100,
+        op if op.is_pipeline_set() && cell.pipeline >= 100_000 => 1,
+        op if op.is_pipeline_set() => 100,
         // A hundred items a call (get_many, hash, transactions).
         _ if cell.pipeline > 1 => 500,
         _ if cell.value_size >= 1 << 20 => 200,
@@ -332,7 +332,7 @@ enum Timing {
 fn choose_timing(spec: &ClientSpec, w: &Workload, mode: Mode, verified_in: Duration) -> Timing {
     let cell = &w.cell;
     let policy = mode.policy();
-    if cell.op != Op::PipelineSet {
+    if !cell.op.is_pipeline_set() {
         return Timing::Criterion;
     }
     if cell.pipeline >= SINGLE_SHOT_DEPTH && !spec.pipelines() {

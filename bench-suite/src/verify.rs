@@ -133,7 +133,9 @@ fn check(
             }
             Ok(())
         }
-        Op::PipelineSet => verify_pipeline(client, reference, spec, w, took),
+        Op::PipelineSet | Op::PipelineSetDistinct => {
+            verify_pipeline(client, reference, spec, w, took)
+        }
         Op::Incr => verify_incr(client, reference, w, took),
         Op::GetMany | Op::GetManyPipelined => {
             let keys: Vec<&[u8]> = w.names.iter().map(Vec::as_slice).collect();

@@ -128,6 +128,7 @@ fn title(name: &str) -> &str {
         "transaction_plain" => "SETs one by one",
         "transaction_multi" => "SETs in MULTI … EXEC",
         "transaction_pipeline" => "SETs pipelined (set_many)",
+        "pipeline_set_distinct" => "Pipelined SET of distinct keys",
         "redis" => "Redis",
         "tcp" => "TCP",
         "unix" => "Unix socket",
@@ -150,6 +151,10 @@ fn per_item(op: Op) -> &'static str {
         Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
             "A call writes as many SETs as the cell names; ops/s, the costs and the ratios count \
              SETs (the three ways compare SET for SET)."
+        }
+        Op::PipelineSetDistinct => {
+            "A call writes as many distinct keys as the cell names, each its own value: the Redis \
+             Cluster's pipelined SET on one server; ops/s and the costs count SETs."
         }
         Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => "",
     }

@@ -298,7 +298,8 @@ fn variant_title(op: Op, pipeline: u64, value_size: u64, callers: u32) -> String
         Op::GetMany | Op::GetManyPipelined => "keys",
         Op::Hash => "fields",
         Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => "SETs",
-        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => "",
+        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::Incr => "",
+        Op::PipelineSet | Op::PipelineSetDistinct => "",
     };
     match (pipeline, callers) {
         (1, 1) => size,

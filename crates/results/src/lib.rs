@@ -266,8 +266,12 @@ pub enum Op {
     Set,
     /// SET with a 100 s expiry (memcached: `set` with an exptime).
     SetEx,
-    /// `set_many` of `pipeline` items.
+    /// `set_many` of `pipeline` items: one key over and over on one server (the classic
+    /// pipelined benchmark), distinct keys spread over every slot on a Redis Cluster.
     PipelineSet,
+    /// `set_many` of `pipeline` distinct keys, each with its own value: the Redis Cluster's
+    /// pipelined SET on one server, so that the two differ only by the cluster.
+    PipelineSetDistinct,
     /// INCR of a counter the cell stores first (memcached: `incr <key> 1`).
     Incr,
     /// `get_many` of `pipeline` distinct keys in one command: Redis `MGET`, memcached
@@ -747,7 +751,8 @@ names! {
     Transport { Tcp => "tcp", Unix => "unix" }
     Op {
         Get => "get", GetMiss => "get_miss", Set => "set", SetEx => "set_ex",
-        PipelineSet => "pipeline_set", Incr => "incr", GetMany => "get_many",
+        PipelineSet => "pipeline_set", PipelineSetDistinct => "pipeline_set_distinct",
+        Incr => "incr", GetMany => "get_many",
         GetManyPipelined => "get_many_pipelined", Hash => "hash",
         TransactionPlain => "transaction_plain", TransactionMulti => "transaction_multi",
         TransactionPipeline => "transaction_pipeline",
@@ -756,6 +761,13 @@ names! {
     Status { Ok => "ok", Failed => "failed", Unsupported => "unsupported" }
     ConcurrencyModel { Threads => "threads", Multiplexed => "multiplexed", Pool => "pool", EventLoop => "event-loop" }
     IntervalKind { Ci95 => "ci95", Range => "range" }
+}
+
+impl Op {
+    /// A pipelined SET, of one key or of distinct keys: one `set_many` of `pipeline` items.
+    pub fn is_pipeline_set(self) -> bool {
+        matches!(self, Op::PipelineSet | Op::PipelineSetDistinct)
+    }
 }
 
 impl Run {
