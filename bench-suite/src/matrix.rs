@@ -293,10 +293,7 @@ pub const SMOKE_DEEPEST_PIPELINE: usize = 100_000;
 
 /// Whether `cell` is one of [`operation_cells`].
 fn is_operation_cell(cell: &Cell) -> bool {
-    !matches!(
-        cell.op,
-        Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::PipelineSetDistinct
-    )
+    !(cell.op.is_pipeline_set() || matches!(cell.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx))
 }
 
 /// Which cells a run covers.

@@ -103,11 +103,8 @@ pub fn run(clients: &[ClientSpec]) -> ExitCode {
                 case.name
             );
         }
-        if let Some(reason) = case.slow_round_trip
-            && case.unsupported.is_none()
-            && let Some(fewer) = crate::slow_sizes(case.behaviour_name())
-        {
-            eprintln!("kit: {} uses {fewer}: {reason}", case.name);
+        if let Some(fewer) = case.reduced() {
+            eprintln!("kit: {} uses {fewer}", case.name);
         }
         if let Some(reason) = &case.unavailable {
             eprintln!("kit: {} cannot run: {reason}", case.name);
