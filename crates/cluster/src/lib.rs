@@ -34,8 +34,9 @@
 //! **What it gives up.** Replicas (no reads from them, no failover: a node that is gone fails
 //! the calls for its slots, with its address in the error, while the other nodes' keys work);
 //! retries on a broken connection (the call fails; the next one to that node reconnects); the
-//! Unix transport (a cluster announces its nodes by host:port); per-item errors in a batch (one
-//! error reply fails the batch, reported once every reply is read, as in `buffered`).
+//! Unix transport (a cluster announces its nodes by host:port); per-item errors in a batch (the
+//! first error reply, or a node that fails, fails the batch and closes every node's connection,
+//! so that no reply the batch leaves unread can reach a later call).
 //!
 //! **Timeouts.** Each node's connection has the [`Options`]' timeouts, the read timeout bounding
 //! each whole reply too. A call follows at most [`MAX_REDIRECTS`] redirections, so its time is
@@ -115,6 +116,11 @@ impl Redirect {
             "ASK" => Some(Redirect::Ask(addr.to_string())),
             _ => None,
         }
+    }
+
+    /// True for `MOVED`: the map is stale.
+    pub fn is_moved(&self) -> bool {
+        matches!(self, Redirect::Moved(_))
     }
 }
 
@@ -235,7 +241,7 @@ impl ClusterClient {
                 result => return result,
             };
             // MOVED: the map is stale. ASK: this key, this once.
-            asking = matches!(redirect, Redirect::Ask(_));
+            asking = !redirect.is_moved();
             if !asking {
                 self.refresh()?;
             }
@@ -264,9 +270,30 @@ impl ClusterClient {
             queues[node].push(item);
         }
         let mut results: Vec<Option<T>> = keys.iter().map(|_| None).collect();
-        let (mut sent, mut moved, mut failure) = (vec![0; queues.len()], false, None);
+        let outcome = self.rounds(&queues, encode, read, &mut results);
+        if outcome.is_err() {
+            // Nodes may still owe replies to this batch, which a later call would take for its
+            // own: close every connection (the next call to a node opens a new one).
+            self.nodes.iter_mut().for_each(|node| node.conn = None);
+        }
+        if outcome? {
+            self.refresh()?;
+        }
+        Ok(results)
+    }
+
+    /// Writes the items of `queues` (one per node) in rounds and reads their replies into
+    /// `results`; true if a node answered `MOVED`. An error leaves replies in flight.
+    fn rounds<T>(
+        &mut self,
+        queues: &[Vec<usize>],
+        encode: impl Fn(&mut Vec<u8>, usize),
+        read: impl Fn(&mut ReadBuffer, &mut TcpStream) -> Result<T>,
+        results: &mut [Option<T>],
+    ) -> Result<bool> {
+        let (mut sent, mut moved) = (vec![0; queues.len()], false);
         // ANCHOR: scatter_rounds
-        while failure.is_none() && sent.iter().zip(&queues).any(|(&n, queue)| n < queue.len()) {
+        while sent.iter().zip(queues).any(|(&n, queue)| n < queue.len()) {
             // Every node's chunk first, so that all of them work while we read.
             let mut round = Vec::new();
             for (node, queue) in queues.iter().enumerate() {
@@ -290,8 +317,6 @@ impl ClusterClient {
                 round.push((node, &queue[start..sent[node]]));
             }
             for (node, items) in round {
-                // The connection the chunk went out on: a failed write has returned already,
-                // so `on` does not open a new one.
                 self.on(node, |conn| {
                     conn.exchange(|stream, _, read_buf| {
                         for &item in items {
@@ -300,9 +325,8 @@ impl ClusterClient {
                                 Ok(value) => results[item] = Some(value),
                                 // Redirected: retried after the batch, one at a time.
                                 Err(Error::Server(message)) => match Redirect::parse(&message) {
-                                    Some(Redirect::Moved(_)) => moved = true,
-                                    Some(Redirect::Ask(_)) => {}
-                                    None => _ = failure.get_or_insert(Error::Server(message)),
+                                    Some(redirect) => moved |= redirect.is_moved(),
+                                    None => return Err(Error::Server(message)),
                                 },
                                 Err(err) => return Err(err),
                             }
@@ -313,13 +337,7 @@ impl ClusterClient {
             }
         }
         // ANCHOR_END: scatter_rounds
-        if let Some(err) = failure {
-            return Err(err);
-        }
-        if moved {
-            self.refresh()?;
-        }
-        Ok(results)
+        Ok(moved)
     }
 }
 

@@ -58,8 +58,8 @@ pub const CLUSTER_BEHAVIOURS: &[ClusterBehaviour] = &[
     },
     ClusterBehaviour {
         name: "cluster_node_stopped",
-        about: "a stopped node's keys fail promptly with an error; the other nodes' keys still \
-                work",
+        about: "a stopped node's keys fail promptly with an error, alone and in a batch over \
+                every node; the other nodes' keys still read back their own values",
         own_cluster: true,
         run: node_down,
     },
@@ -324,29 +324,50 @@ fn node_down(c: &mut ClusterCase) -> Outcome {
         .iter()
         .map(|(key, _)| c.owner(key))
         .collect::<Result<Vec<_>, _>>()?;
-    let stopped = c.cluster().nodes().len() - 1;
-    let (Some(lost), Some(kept)) = (
-        owners.iter().position(|&owner| owner == stopped),
-        owners.iter().position(|&owner| owner != stopped),
-    ) else {
-        return Err(format!("60 keys, owners {owners:?}: want some on the last node").into());
+    // The middle node: a batch then has replies in flight on a node before it and after it,
+    // whatever order a client writes and reads its nodes in.
+    let stopped = 1;
+    let Some(lost) = owners.iter().position(|&owner| owner == stopped) else {
+        return Err(format!("60 keys, owners {owners:?}: want some on node {stopped}").into());
     };
     c.stop_node(stopped)?;
 
-    let started = Instant::now();
-    let result = c.client.get(&items[lost].0);
-    let took = started.elapsed();
-    match result {
-        Ok(value) => {
-            return Err(format!("a get from the stopped node returned {value:?}").into());
-        }
-        Err(_) if took > NODE_DOWN_DEADLINE => {
-            return Err(format!("a get from the stopped node failed only after {took:?}").into());
-        }
-        Err(_) => {}
+    // A batch over every node fails, as a whole, promptly.
+    let pairs: Vec<(&[u8], &[u8])> = (items.iter())
+        .map(|(key, value)| (&key[..], &value[..]))
+        .collect();
+    if within_deadline(|| c.client.set_many(&pairs))?.is_ok() {
+        return Err("a set_many over a stopped node's keys returned Ok"
+            .to_string()
+            .into());
     }
-    let (key, value) = &items[kept];
-    expect_value(c.client.get(key)?, value, "get from a node still up")
+    if let Ok(value) = within_deadline(|| c.client.get(&items[lost].0))? {
+        return Err(format!("a get from the stopped node returned {value:?}").into());
+    }
+    // Every other key reads back its own value: the failed batch left no reply of its own
+    // behind on a connection still in use, for a later call to take as its answer.
+    for ((key, value), &owner) in items.iter().zip(&owners) {
+        if owner != stopped {
+            let what = "get from a node still up, after a batch that failed";
+            expect_value(c.client.get(key)?, value, what)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs a call that must fail promptly on a stopped node, and returns its result, unless it
+/// took longer than [`NODE_DOWN_DEADLINE`].
+fn within_deadline<T>(
+    call: impl FnOnce() -> kvbench_core::Result<T>,
+) -> Result<kvbench_core::Result<T>, Failure> {
+    let started = Instant::now();
+    let result = call();
+    match started.elapsed() {
+        took if took > NODE_DOWN_DEADLINE => {
+            Err(format!("a call to the stopped node returned only after {took:?}").into())
+        }
+        _ => Ok(result),
+    }
 }
 
 /// Starts the private cluster a case of its own needs.
