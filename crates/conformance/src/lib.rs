@@ -175,11 +175,23 @@ pub const SLOW_SET_MANY_ITEMS: usize = 200;
 /// that took ~160 s of the kit's case time).
 pub const ONE_BY_ONE_SET_MANY_ITEMS: usize = 10_000;
 
-/// What a behaviour does less of for a client whose round trips are slow by design, if
-/// anything: `"200 items, not 100000"`.
+/// How many items `set_many` stores for `spec`'s client, and why, if fewer than
+/// [`SET_MANY_ITEMS`].
+pub fn set_many_len(spec: &ClientSpec) -> (usize, Option<&'static str>) {
+    match spec.slow_round_trip {
+        Some(reason) => (SLOW_SET_MANY_ITEMS, Some(reason)),
+        None if !spec.pipelines() => (
+            ONE_BY_ONE_SET_MANY_ITEMS,
+            Some("its set_many waits for each reply, so no batch fills the socket buffers"),
+        ),
+        None => (SET_MANY_ITEMS, None),
+    }
+}
+
+/// What a behaviour other than `set_many` ([`set_many_len`]) does less of for a client whose
+/// round trips are slow by design, if anything: `"20 keys in its batch, not 1000"`.
 pub fn slow_sizes(behaviour: &str) -> Option<String> {
     Some(match behaviour {
-        "set_many" => format!("{SLOW_SET_MANY_ITEMS} items, not {SET_MANY_ITEMS}"),
         "get_many" | "get_many_pipelined" => {
             format!("{SLOW_BATCH_KEYS} keys in its batch, not {BATCH_KEYS}")
         }
@@ -241,8 +253,8 @@ pub struct Case {
     written: Vec<Vec<u8>>,
     /// The client's round trips are slow by design: behaviours with many round trips make fewer.
     slow: bool,
-    /// The client's `set_many` waits for each reply: `set_many` stores fewer items.
-    one_by_one: bool,
+    /// How many items `set_many` stores ([`set_many_len`]).
+    set_many_len: usize,
 }
 
 impl Case {
@@ -420,14 +432,7 @@ fn delete(c: &mut Case) -> Outcome {
 }
 
 fn set_many(c: &mut Case) -> Outcome {
-    let len = if c.slow {
-        SLOW_SET_MANY_ITEMS
-    } else if c.one_by_one {
-        ONE_BY_ONE_SET_MANY_ITEMS
-    } else {
-        SET_MANY_ITEMS
-    };
-    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..len)
+    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..c.set_many_len)
         .map(|i| {
             (
                 c.key(&format!("item:{i}")),
@@ -531,15 +536,12 @@ impl KitCase {
         if self.unsupported.is_some() || !matches!(self.check, Check::Client(_)) {
             return None;
         }
-        if let Some(reason) = self.slow_round_trip {
-            return slow_sizes(self.behaviour_name()).map(|fewer| format!("{fewer}: {reason}"));
+        if self.behaviour_name() == "set_many" {
+            let (len, why) = set_many_len(&self.spec);
+            return why.map(|why| format!("{len} items, not {SET_MANY_ITEMS}: {why}"));
         }
-        (self.behaviour_name() == "set_many" && !self.spec.pipelines()).then(|| {
-            format!(
-                "{ONE_BY_ONE_SET_MANY_ITEMS} items, not {SET_MANY_ITEMS}: its set_many waits for \
-                 each reply, so no batch fills the socket buffers"
-            )
-        })
+        let reason = self.slow_round_trip?;
+        slow_sizes(self.behaviour_name()).map(|fewer| format!("{fewer}: {reason}"))
     }
 
     /// The behaviour's name.
@@ -644,7 +646,7 @@ impl KitCase {
             namespace: format!("{}kit:{}:", self.servers.key_prefix(backend), self.name),
             written: Vec::new(),
             slow: self.spec.slow_round_trip.is_some(),
-            one_by_one: !self.spec.pipelines(),
+            set_many_len: set_many_len(&self.spec).0,
         };
 
         let verdict = match self.unsupported {
