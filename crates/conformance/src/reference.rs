@@ -166,6 +166,11 @@ impl Reference {
     /// Reads many keys in one request; the result is in the order of `keys`.
     pub fn get_many(&mut self, keys: &[Vec<u8>]) -> RefResult<Vec<Option<Vec<u8>>>> {
         match self {
+            Reference::Redis(RedisConnection::Cluster(con)) => {
+                let mut gets = redis::cluster::cluster_pipe();
+                keys.iter().for_each(|key| _ = gets.cmd("GET").arg(key));
+                gets.query(con).map_err(redis_err)
+            }
             Reference::Redis(con) => redis::cmd("MGET").arg(keys).query(con).map_err(redis_err),
             Reference::Memcached(client, _) => {
                 let names = keys
@@ -190,10 +195,16 @@ impl Reference {
         }
     }
 
-    /// Stores many values with few round trips: Redis `MSET`, 1,000 items a command; memcached
-    /// one pass of `set … noreply` closed by `version`, as [`Reference::delete_many`] deletes.
+    /// Stores many values with few round trips: Redis `MSET`, 1,000 items a command (a
+    /// cluster: one pipeline of `SET`s, see [`Reference::delete_many`]); memcached one pass of
+    /// `set … noreply` closed by `version`, as [`Reference::delete_many`] deletes.
     pub fn set_many(&mut self, items: &[(Vec<u8>, Vec<u8>)]) -> RefResult<()> {
         match self {
+            Reference::Redis(RedisConnection::Cluster(con)) => {
+                let mut sets = redis::cluster::cluster_pipe();
+                (items.iter()).for_each(|(key, value)| _ = sets.cmd("SET").arg(key).arg(value));
+                sets.query(con).map_err(redis_err)
+            }
             Reference::Redis(con) => {
                 for chunk in items.chunks(1000) {
                     let mut mset = redis::cmd("MSET");
@@ -310,9 +321,17 @@ impl Reference {
         }
     }
 
-    /// Deletes keys; only the suite's own keys are ever passed here.
+    /// Deletes keys; only the suite's own keys are ever passed here. On a cluster, the keys go
+    /// in one pipeline, which redis-rs splits by node: it splits a `DEL` (or `MGET`) of many keys
+    /// by slot instead, a round trip per slot, and reading back and deleting 100,000 keys took
+    /// about 15 s that way in a debug build, against about 3 s in pipelines.
     pub fn delete_many(&mut self, keys: &[Vec<u8>]) -> RefResult<()> {
         match self {
+            Reference::Redis(RedisConnection::Cluster(con)) => {
+                let mut dels = redis::cluster::cluster_pipe();
+                keys.iter().for_each(|key| _ = dels.cmd("DEL").arg(key));
+                dels.query(con).map_err(redis_err)
+            }
             Reference::Redis(con) => {
                 for chunk in keys.chunks(1000) {
                     redis::cmd("DEL").arg(chunk).exec(con).map_err(redis_err)?;
