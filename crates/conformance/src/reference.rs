@@ -163,7 +163,8 @@ impl Reference {
         }
     }
 
-    /// Reads many keys in one request; the result is in the order of `keys`.
+    /// Reads many keys in one request (a cluster: one pipeline of `GET`s, see
+    /// [`Reference::delete_many`]); the result is in the order of `keys`.
     pub fn get_many(&mut self, keys: &[Vec<u8>]) -> RefResult<Vec<Option<Vec<u8>>>> {
         match self {
             Reference::Redis(RedisConnection::Cluster(con)) => {
