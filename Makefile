@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test setup lint fmt bench bench-quick bench-smoke schema reference
+.PHONY: test setup lint fmt bench bench-quick bench-smoke bench-plan schema reference
 
 ## Installs the servers (redis-server, memcached, redis-tools) if missing.
 setup:
@@ -32,6 +32,12 @@ bench: setup
 bench-quick: setup
 	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
 
+## What `make bench` would do (MODE=quick: `make bench-quick`), without starting a server: every
+## visit of a cell, its contenders with their decisions (run, or why not), its reference and A/A
+## twin, its rounds, and roughly how long it all takes. Takes the same settings as `bench`.
+bench-plan:
+	@MODE=$(or $(MODE),full) $(CARGO) run -q -p kvbench-bench-suite --bin kvbench-matrix -- --bench --list
+
 ## Every (cell, client) pair once, verification included, with the test build (no release
 ## build needed): criterion runs in test mode when started without --bench.
 bench-smoke: setup
@@ -41,12 +47,11 @@ bench-smoke: setup
 schema:
 	KVBENCH_WRITE_SCHEMA=1 $(CARGO) test -q -p kvbench-results --test schema committed_schema_matches_the_types
 
-## The committed reference run: the full matrix, its headline cells (Redis and memcached GET 3 B and
-## pipelined SET 1M, TCP and Unix) and the cells the lessons' targets compare (pipelined SET 100k,
-## of one key, of distinct keys and on the cluster, and MGET of 100 x 3 B over TCP) three times,
-## interleaved; then its split-placement twin.
+## The committed reference run: the full matrix, its headline GET cells (Redis and memcached GET 3 B
+## over TCP and Unix, one caller and many) twice, each time on fresh servers, so that the spread
+## between runs is measured beside the paired intervals; then its split-placement twin.
 reference:
-	RUN_ID=reference REPEAT=3 REPEAT_CELLS=get/3B,pipeline_set/1000000,pipeline_set/100000/tcp,pipeline_set_distinct,get_many/100/3B/tcp $(MAKE) --no-print-directory bench
+	RUN_ID=reference REPEAT=2 REPEAT_CELLS=get/3B/tcp,get/3B/unix $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
 
 lint:

@@ -10,15 +10,16 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use kvbench_core::{Backend, ClientSpec, Endpoint, Transport};
 
 use crate::drivers::Workload;
-use crate::matrix::{Cell, Mode, Op, SET_EX_TTL};
-use crate::results::{self, Latency, Row, RowExt, Status, Wall};
+use crate::matrix::{Cell, Op, SET_EX_TTL};
+use crate::results::Latency;
 
 /// Name of the redis-benchmark rows.
 pub const REDIS_BENCHMARK: &str = kvbench_results::REDIS_BENCHMARK;
@@ -28,78 +29,15 @@ pub const MEMASLAP: &str = kvbench_results::MEMASLAP;
 pub const LOOPBACK_FLOOR: &str = kvbench_results::LOOPBACK_FLOOR;
 /// The key redis-benchmark uses when not given `-r`.
 const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
-/// Runs per baseline: the row is their median, its interval their range (a `--test` run only
-/// checks that the baseline works: one run).
-fn runs(mode: Mode) -> usize {
-    mode.policy().baseline_runs
-}
-
 /// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
 pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
 
-/// Requests per redis-benchmark run: about a second of work at the speeds seen here. A request
-/// that carries a cell's hundred items itself (MGET, HSET, HGETALL of a hundred) counts as a
-/// hundred.
-fn requests(cell: &Cell, mode: Mode, items_per_request: u64) -> u64 {
-    let full = match cell.op {
-        op if op.is_pipeline_set() => 1_000_000,
-        _ if items_per_request > 1 && cell.value_size >= 1024 => 2_000,
-        _ if items_per_request > 1 => 10_000,
-        _ if cell.value_size >= 1 << 20 => 2_000,
-        _ if cell.value_size >= 100 << 10 => 10_000,
-        _ => 100_000,
-    };
-    // Many callers: at least a hundred requests each, or they would hardly overlap.
-    (full / mode.policy().baseline_request_divisor)
-        .max(cell.pipeline as u64)
-        .max(100 * cell.concurrency as u64)
-}
-
-/// A baseline tool's row in `cell`: one connection per caller, driven by one event loop.
-fn tool_row(cell: &Cell, tool: &str) -> Row {
-    let mut row = results::new_row(cell, tool, kvbench_results::Kind::Baseline);
-    row.connections = cell.concurrency as u32;
-    if cell.concurrency > 1 {
-        row.model = kvbench_results::ConcurrencyModel::EventLoop;
-    }
-    row
-}
-
 /// Why redis-benchmark has no row of its own in `cell`, if it has none.
-fn redis_benchmark_cannot(cell: &Cell) -> Option<&'static str> {
+pub fn redis_benchmark_cannot(cell: &Cell) -> Option<&'static str> {
     (cell.op == Op::TransactionMulti).then_some(
         "not run: redis-benchmark repeats one command (or -P copies of it); it cannot send \
          MULTI, the SETs and EXEC as one transaction",
     )
-}
-
-/// Runs redis-benchmark for a Redis cell [`runs`] times, pinned to `cpu`. `prepare` sets or
-/// deletes redis-benchmark's key the way the cell needs (value of the cell's size, or absent);
-/// a command over the cell's own keys (MGET, HSET) finds them as the cell prepared them.
-pub fn redis_benchmark(
-    w: &Workload,
-    endpoint: &Endpoint,
-    cpu: Option<usize>,
-    mode: Mode,
-    prepare: &mut PrepareKey<'_>,
-) -> Row {
-    let cell = &w.cell;
-    let row = tool_row(cell, REDIS_BENCHMARK);
-    if let Some(reason) = redis_benchmark_cannot(cell) {
-        return row.fail(Status::Unsupported, reason);
-    }
-    match run_redis_benchmark(w, endpoint, cpu, mode, prepare) {
-        Ok((wall, latency, command)) => {
-            let timing = format!(
-                "redis-benchmark: median of {} runs back to back, interval their range; {command}",
-                runs(mode)
-            );
-            let mut row = row.with_wall(wall, &timing);
-            row.latency_ns = latency;
-            row
-        }
-        Err(err) => row.fail(Status::Failed, format!("{err:#}")),
-    }
 }
 
 /// What redis-benchmark runs for a cell: the arguments of each command (after the connection,
@@ -202,61 +140,269 @@ fn plan(w: &Workload, prepare: &mut PrepareKey<'_>) -> Result<Plan> {
     })
 }
 
-fn run_redis_benchmark(
-    w: &Workload,
-    endpoint: &Endpoint,
-    cpu: Option<usize>,
-    mode: Mode,
-    prepare: &mut PrepareKey<'_>,
-) -> Result<(Wall, Option<Latency>, String)> {
-    let cell = &w.cell;
-    let plan = plan(w, prepare)?;
-    let mut common: Vec<String> = match endpoint {
-        Endpoint::Tcp(addr) => {
-            let (host, port) = addr
-                .rsplit_once(':')
-                .context("TCP endpoint without a port")?;
-            vec!["-h".into(), host.into(), "-p".into(), port.into()]
-        }
-        Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
-    };
-    if cell.backend == Backend::RedisCluster {
-        // It reads the slot map from the node given, and sends each key to its node.
-        common.push("--cluster".into());
-    }
-    let requests = requests(cell, mode, plan.items_per_request);
-    // -c: its event loop drives the cell's callers as that many connections from one thread.
-    common.extend(["-c".to_string(), cell.concurrency.to_string()]);
-    common.extend(["--csv", "-n"].map(String::from));
-    common.push(requests.to_string());
-    let commands: Vec<Vec<String>> = (plan.commands.iter())
-        .map(|command| [&common[..], command].concat())
-        .collect();
+/// One run of a baseline tool in a paired round: the operations it reports, and how long they
+/// took at its own reported rate (its start-up is not counted).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolBlock {
+    /// Items done (keys for a multi-get, items for a pipeline).
+    pub ops: f64,
+    /// Seconds they took, at the tool's reported rate.
+    pub seconds: f64,
+    /// Its latency percentiles, where it reports them per request.
+    pub latency: Option<Latency>,
+}
 
-    // Each run: every command once; its time per item is the sum of theirs over the items one
-    // request does.
-    let mut per_item = Vec::new();
-    let mut latency = None;
-    for _ in 0..runs(mode) {
-        let mut ns = 0.0;
-        for args in &commands {
-            let stdout = run_tool("redis-benchmark", "redis-tools", cpu, args)?;
-            let (rps, run_latency) = parse_csv(&stdout)?;
-            ns += 1e9 / rps;
-            latency = Some(run_latency);
+/// A baseline tool ready to run in a cell's paired rounds, each round one short run of its own.
+pub struct Tool {
+    /// redis-benchmark or memaslap.
+    which: Which,
+    /// CPU it is pinned to (`taskset`), the bench's.
+    cpu: Option<usize>,
+    /// Its command lines; redis-benchmark's without `-n`, which [`Tool::calibrate`] sizes and
+    /// which goes between its options and its command (`common`).
+    commands: Vec<Vec<String>>,
+    /// redis-benchmark's options before `-n` and the command.
+    common: Vec<String>,
+    /// Requests per redis-benchmark run.
+    requests: u64,
+    /// Items of the cell one request does (100 for an MGET of a hundred keys).
+    items_per_request: u64,
+    /// What the row says of the work (how it differs from the cell's), before the commands.
+    note: String,
+    /// The operation memaslap's periods are read for.
+    op: Op,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    RedisBenchmark,
+    Memaslap,
+}
+
+impl Tool {
+    /// redis-benchmark for `w`'s cell: `prepare` sets or deletes its key the way the cell needs
+    /// (a value of the cell's size, or absent); a command over the cell's own keys (MGET, HSET)
+    /// finds them as the cell prepared them. One connection per caller (`-c`), driven by its
+    /// own event loop.
+    pub fn redis_benchmark(
+        w: &Workload,
+        endpoint: &Endpoint,
+        cpu: Option<usize>,
+        prepare: &mut PrepareKey<'_>,
+    ) -> Result<Tool> {
+        let cell = &w.cell;
+        let plan = plan(w, prepare)?;
+        let mut common: Vec<String> = match endpoint {
+            Endpoint::Tcp(addr) => {
+                let (host, port) = addr
+                    .rsplit_once(':')
+                    .context("TCP endpoint without a port")?;
+                vec!["-h".into(), host.into(), "-p".into(), port.into()]
+            }
+            Endpoint::Unix(path) => vec!["-s".into(), path.display().to_string()],
+        };
+        if cell.backend == Backend::RedisCluster {
+            // It reads the slot map from the node given, and sends each key to its node.
+            common.push("--cluster".into());
         }
-        per_item.push(ns / plan.items_per_request as f64);
+        // -c: its event loop drives the cell's callers as that many connections.
+        common.extend([
+            "-c".to_string(),
+            cell.concurrency.to_string(),
+            "--csv".into(),
+        ]);
+        Ok(Tool {
+            which: Which::RedisBenchmark,
+            cpu,
+            commands: plan.commands,
+            common,
+            requests: first_requests(cell, plan.items_per_request),
+            items_per_request: plan.items_per_request,
+            note: plan.note.to_string(),
+            op: cell.op,
+        })
     }
-    let wall = results::wall_of(&per_item).context("redis-benchmark made no run")?;
-    let shown: Vec<String> = (commands.iter())
-        .map(|args| format!("`{}`", command_line("redis-benchmark", cpu, args)))
-        .collect();
-    let mut text = shown.join(" and ");
-    if !plan.note.is_empty() {
-        text = format!("{}; {text}", plan.note);
+
+    /// memaslap for a memcached TCP cell ([`memaslap_serves`]): `-c C -T 1` (one thread
+    /// driving the cell's callers as connections), the cell's value size, get-only or set-only
+    /// through its configuration file, which `dir` holds. Each run lasts two of its one-second
+    /// periods: the first holds its preloading, the second is the measurement.
+    pub fn memaslap(
+        cell: &Cell,
+        endpoint: &Endpoint,
+        cpu: Option<usize>,
+        dir: &Path,
+    ) -> Result<Tool> {
+        let Endpoint::Tcp(addr) = endpoint else {
+            bail!("memaslap has no Unix-socket support");
+        };
+        // Command type 0 is SET, 1 is GET; the proportions make it one or the other.
+        let reads = matches!(cell.op, Op::Get | Op::GetMany);
+        let (set, get) = if reads { (0, 1) } else { (1, 0) };
+        let size = cell.value_size;
+        let config = dir.join("memaslap.cfg");
+        let config_text = format!("key\n16 16 1\nvalue\n{size} {size} 1\ncmd\n0 {set}\n1 {get}\n");
+        std::fs::write(&config, &config_text)
+            .with_context(|| format!("writing {}", config.display()))?;
+        // Two one-second periods: the preloading, then the measurement; with many connections
+        // the preloading takes longer (256 connections × 1,024 keys), and a run as long as its
+        // preloading has been seen never to stop.
+        let seconds = if cell.concurrency > 1 { "4s" } else { "2s" };
+        let mut args: Vec<String> = [
+            "-s",
+            addr,
+            "-T",
+            "1",
+            "-w",
+            "1k",
+            "-S",
+            "1s",
+            "-t",
+            seconds,
+            "-c",
+            &cell.concurrency.to_string(),
+            "-F",
+            path_str(&config)?,
+        ]
+        .map(String::from)
+        .to_vec();
+        // A multi-get of the cell's count of keys; its periods count multi-gets, not keys.
+        let keys_per_get = match cell.op {
+            Op::GetMany => cell.pipeline,
+            _ => 1,
+        };
+        if keys_per_get > 1 {
+            args.push(format!("--division={keys_per_get}"));
+        }
+        let work = match cell.op {
+            Op::Get => "GETs of keys it preloaded".to_string(),
+            Op::GetMany => format!(
+                "multi-gets of {} keys it preloaded (`--division`), ops/s counts keys",
+                cell.pipeline
+            ),
+            _ => "SETs only".to_string(),
+        };
+        Ok(Tool {
+            which: Which::Memaslap,
+            cpu,
+            commands: vec![args],
+            common: Vec::new(),
+            requests: 0,
+            items_per_request: keys_per_get as u64,
+            note: format!(
+                "{work}; {MEMASLAP_DIFFERENCES} (config: {})",
+                config_text.replace('\n', " ")
+            ),
+            op: cell.op,
+        })
     }
-    // Percentiles of a pipelined run are per batch, not per command: leave them out.
-    Ok((wall, latency.filter(|_| cell.is_request_response()), text))
+
+    /// One short run: every command once (redis-benchmark's hash cell runs two, whose times
+    /// per field add up to one call of the cell's).
+    pub fn run(&mut self) -> Result<ToolBlock> {
+        match self.which {
+            Which::RedisBenchmark => {
+                let mut seconds = 0.0;
+                let mut latency = None;
+                for command in &self.commands {
+                    let args = self.args(command);
+                    let stdout = run_tool("redis-benchmark", "redis-tools", self.cpu, &args)?;
+                    let (rps, run_latency) = parse_csv(&stdout)?;
+                    seconds += self.requests as f64 / rps;
+                    latency = Some(run_latency);
+                }
+                Ok(ToolBlock {
+                    ops: (self.requests * self.items_per_request) as f64,
+                    seconds,
+                    latency,
+                })
+            }
+            Which::Memaslap => {
+                let stdout = run_tool(
+                    "memcaslap",
+                    "libmemcached-tools",
+                    self.cpu,
+                    &self.commands[0],
+                )?;
+                let tps = parse_memaslap(&stdout, self.op)?;
+                Ok(ToolBlock {
+                    ops: tps * self.items_per_request as f64,
+                    seconds: 1.0,
+                    latency: None,
+                })
+            }
+        }
+    }
+
+    /// Sizes redis-benchmark's runs to about `seconds` of work at the rate of one first run
+    /// (never below that first run's size, which is at least a pipeline's depth and a hundred
+    /// requests per caller); memaslap's periods are fixed at a second.
+    pub fn calibrate(&mut self, seconds: f64) -> Result<()> {
+        if self.which == Which::Memaslap {
+            return Ok(());
+        }
+        let first = self.run()?;
+        let requests_per_second = first.ops / self.items_per_request as f64 / first.seconds;
+        // Never fewer than the first run's: it counts its time in milliseconds, and a run of a
+        // few of them would be mostly rounding.
+        self.requests = ((requests_per_second * seconds) as u64).max(self.requests);
+        Ok(())
+    }
+
+    /// One run's arguments for `command`: redis-benchmark's options, `-n`, then the command
+    /// (anything after the command is the command's); memaslap's as they are.
+    fn args(&self, command: &[String]) -> Vec<String> {
+        match self.which {
+            Which::RedisBenchmark => {
+                let n = ["-n".to_string(), self.requests.to_string()];
+                [&self.common[..], &n, command].concat()
+            }
+            Which::Memaslap => command.to_vec(),
+        }
+    }
+
+    /// How the row was measured, with the exact command lines.
+    pub fn describe(&self) -> String {
+        let program = match self.which {
+            Which::RedisBenchmark => "redis-benchmark",
+            Which::Memaslap => "memcaslap",
+        };
+        let shown: Vec<String> = (self.commands.iter())
+            .map(|command| format!("`{}`", command_line(program, self.cpu, &self.args(command))))
+            .collect();
+        let what = match self.which {
+            Which::RedisBenchmark => "redis-benchmark: one short run of its own per round",
+            Which::Memaslap => {
+                "memaslap: one run of two 1-second periods per round, the second measured"
+            }
+        };
+        match self.note.as_str() {
+            "" => format!("{what}; {}", shown.join(" and ")),
+            note => format!("{what}; {note}; {}", shown.join(" and ")),
+        }
+    }
+}
+
+/// redis-benchmark's requests in its first (calibrating) run: about a twentieth of a second of
+/// work at the speeds seen here. A request that carries a cell's hundred items itself (MGET,
+/// HSET, HGETALL of a hundred) counts as a hundred.
+fn first_requests(cell: &Cell, items_per_request: u64) -> u64 {
+    let requests: u64 = match cell.op {
+        op if op.is_pipeline_set() => 100_000,
+        _ if items_per_request > 1 && cell.value_size >= 1024 => 100,
+        _ if items_per_request > 1 => 500,
+        _ if cell.value_size >= 1 << 20 => 100,
+        _ if cell.value_size >= 100 << 10 => 500,
+        _ => 2_000,
+    };
+    // A cluster's run makes its SETs first (its key per node), then the GETs the row is of.
+    let requests = match cell.backend {
+        Backend::RedisCluster => requests * 5,
+        _ => requests,
+    };
+    requests
+        .max(cell.pipeline as u64)
+        .max(100 * cell.concurrency as u64)
 }
 
 /// A baseline's command line as it ran, for its row; a long argument (a value) is shown as its
@@ -295,18 +441,51 @@ fn run_tool(program: &str, package: &str, cpu: Option<usize>, args: &[String]) -
         }
         None => Command::new(program),
     };
-    let output = command
+    let mut child = command
         .args(args)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("running {program} (apt-get install {package})"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() {
+    // Read both pipes while it runs, so that a full pipe cannot stall it.
+    let mut stdout_pipe = child.stdout.take().context("piped stdout")?;
+    let mut stderr_pipe = child.stderr.take().context("piped stderr")?;
+    let stdout_reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stdout_pipe.read_to_end(&mut text);
+        text
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stderr_pipe.read_to_end(&mut text);
+        text
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > TOOL_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{program} ran for more than {TOOL_DEADLINE:?} and was stopped");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let stdout = String::from_utf8_lossy(&stdout_reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&stderr_reader.join().unwrap_or_default()).into_owned();
+    if !status.success() {
         // memcaslap explains itself on standard output, redis-benchmark on standard error.
-        let stderr = String::from_utf8_lossy(&output.stderr);
         bail!("{program} failed: {} {}", stderr.trim(), stdout.trim());
     }
     Ok(stdout)
 }
+
+/// The longest a baseline tool's run may take: a run is sized to ~100 ms (memaslap's to a few
+/// seconds), so a run past this has hung (memaslap has been seen to keep running with many
+/// connections), and the row fails rather than the run stalling.
+const TOOL_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Whether memaslap can run `cell`: GET, SET or a multi-get (`get_many`, its `--division`)
 /// over TCP (it has no Unix-socket support), with values small enough that its preloaded keys
@@ -324,103 +503,7 @@ pub fn memaslap_serves(cell: &Cell) -> bool {
 
 /// How memaslap's work differs from the cell's, for its row.
 const MEMASLAP_DIFFERENCES: &str = "16-byte keys (its minimum), 1,024 keys per connection (its \
-    smallest window); ops/s from its 1-second periods after the first";
-
-/// Runs memaslap (Debian's `memcaslap`) for a memcached TCP cell [`runs`] times, pinned to
-/// `cpu`: `-c C -T 1` (one thread driving the cell's callers as connections), the cell's value
-/// size, and get-only or set-only through its configuration file. `dir` holds that file.
-pub fn memaslap(
-    cell: &Cell,
-    endpoint: &Endpoint,
-    cpu: Option<usize>,
-    mode: Mode,
-    dir: &Path,
-) -> Row {
-    let row = tool_row(cell, MEMASLAP);
-    match run_memaslap(cell, endpoint, cpu, mode, dir) {
-        Ok((wall, command)) => row.with_wall(
-            wall,
-            &format!(
-                "memaslap: median of {} runs back to back, interval their range; {}; \
-                 {MEMASLAP_DIFFERENCES}; `{command}`",
-                runs(mode),
-                match cell.op {
-                    Op::Get => "GETs of keys it preloaded".to_string(),
-                    Op::GetMany => format!(
-                        "multi-gets of {} keys it preloaded (`--division`), ops/s counts keys",
-                        cell.pipeline
-                    ),
-                    _ => "SETs only".to_string(),
-                }
-            ),
-        ),
-        Err(err) => row.fail(Status::Failed, format!("{err:#}")),
-    }
-}
-
-fn run_memaslap(
-    cell: &Cell,
-    endpoint: &Endpoint,
-    cpu: Option<usize>,
-    mode: Mode,
-    dir: &Path,
-) -> Result<(Wall, String)> {
-    let Endpoint::Tcp(addr) = endpoint else {
-        bail!("memaslap has no Unix-socket support");
-    };
-    // Command type 0 is SET, 1 is GET; the proportions make it one or the other.
-    let reads = matches!(cell.op, Op::Get | Op::GetMany);
-    let (set, get) = if reads { (0, 1) } else { (1, 0) };
-    let size = cell.value_size;
-    let config = dir.join("memaslap.cfg");
-    std::fs::write(
-        &config,
-        format!("key\n16 16 1\nvalue\n{size} {size} 1\ncmd\n0 {set}\n1 {get}\n"),
-    )
-    .with_context(|| format!("writing {}", config.display()))?;
-    let seconds = mode.policy().memaslap_seconds;
-    let mut args: Vec<String> = [
-        "-s",
-        addr,
-        "-T",
-        "1",
-        "-w",
-        "1k",
-        "-S",
-        "1s",
-        "-c",
-        &cell.concurrency.to_string(),
-        "-t",
-        &format!("{seconds}s"),
-        "-F",
-        path_str(&config)?,
-    ]
-    .map(String::from)
-    .to_vec();
-    // A multi-get of the cell's count of keys; its periods count multi-gets, not keys.
-    let keys_per_get = match cell.op {
-        Op::GetMany => cell.pipeline,
-        _ => 1,
-    };
-    if keys_per_get > 1 {
-        args.push(format!("--division={keys_per_get}"));
-    }
-    let mut per_op = Vec::new();
-    for _ in 0..runs(mode) {
-        let stdout = run_tool("memcaslap", "libmemcached-tools", cpu, &args)?;
-        let tps = parse_memaslap(&stdout, cell.op)?;
-        per_op.push(1e9 / (tps * keys_per_get as f64));
-    }
-    let wall = results::wall_of(&per_op).context("memaslap made no run")?;
-    let config_text = format!(
-        "config: {}",
-        std::fs::read_to_string(&config)?.replace('\n', " ")
-    );
-    Ok((
-        wall,
-        format!("{} ({config_text})", command_line("memcaslap", cpu, &args)),
-    ))
-}
+    smallest window)";
 
 fn path_str(path: &Path) -> Result<&str> {
     path.to_str()

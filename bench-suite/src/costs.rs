@@ -277,7 +277,7 @@ pub struct Costs {
 /// `ops_per_call` operations, reporting each call's duration to `each` — in two passes:
 ///
 /// 1. a clean pass of `calls` calls, timed one by one: latency percentiles and CPU time (user
-///    and system) come from here, with nothing else watching;
+///    and system) come from here, with nothing else watching (none when `calls` is 0);
 /// 2. a counting pass of `count_calls` calls with the syscall tracepoints (when `count_syscalls`
 ///    is set and they open) and the counting allocator on. Counting every system call costs the
 ///    kernel time on each one, so timing under it would inflate both the latency and the system
@@ -336,11 +336,12 @@ pub fn measure(
     let per_counted_op = |n: f64| n / counted_ops;
 
     let ops = calls * ops_per_call;
-    let per_op = |n: f64| n / ops as f64;
+    // No clean half (`calls` 0): no CPU time from this pass.
+    let per_op = |n: f64| (ops > 0).then(|| n / ops as f64);
     Ok(Costs {
-        cpu_ns_per_op: Some(per_op(cpu.as_nanos() as f64)),
-        user_ns_per_op: Some(per_op(user.as_nanos() as f64)),
-        sys_ns_per_op: Some(per_op(system.as_nanos() as f64)),
+        cpu_ns_per_op: per_op(cpu.as_nanos() as f64),
+        user_ns_per_op: per_op(user.as_nanos() as f64),
+        sys_ns_per_op: per_op(system.as_nanos() as f64),
         syscalls_per_op: counted.map(|(io, _)| per_counted_op(io as f64)),
         all_syscalls_per_op: counted.map(|(_, all)| per_counted_op(all as f64)),
         allocs_per_op: Some(per_counted_op((allocs_after - allocs_before) as f64)),

@@ -138,9 +138,10 @@ pub struct Args<'a> {
     turn: AtomicUsize,
 }
 
-impl Args<'_> {
-    /// The first `n` items only (a client without pipelining in a deep pipeline's time budget).
-    pub fn first(&self, n: usize) -> Args<'_> {
+impl<'a> Args<'a> {
+    /// The first `n` items only (a client without pipelining in a deep pipeline's block), or all
+    /// of them for `usize::MAX`.
+    pub fn first(&self, n: usize) -> Args<'a> {
         Args {
             items: self.items[..n.min(self.items.len())].to_vec(),
             keys: self.keys[..n.min(self.keys.len())].to_vec(),

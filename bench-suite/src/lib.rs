@@ -13,11 +13,14 @@
 
 pub mod baselines;
 pub mod callers;
+pub mod cell;
+pub mod contender;
 pub mod costs;
 pub mod drivers;
 pub mod environment;
 pub mod matrix;
 pub mod network_floor;
+pub mod plan;
 pub mod results;
 pub mod runner;
 pub mod verify;

@@ -347,40 +347,37 @@ impl Mode {
 /// full, a quick and a test run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Policy {
-    /// criterion's warm-up per (cell, client). The full run does not use criterion's 3 s + 5 s
-    /// defaults: about 290 functions would take 40 minutes on their own.
-    pub warm_up: Duration,
-    /// criterion's measurement time per (cell, client).
-    pub measurement: Duration,
-    /// criterion's samples per (cell, client) (ten, flat, for pipelines of 100,000 and more).
-    pub samples: usize,
-    /// Bootstrap resamples of criterion's analysis: its default for the full run; ten samples are
-    /// summarised as well by 10,000, 40 ms sooner per function.
-    pub resamples: usize,
-    /// Time given to a client without pipelining at depths of 100,000 and more: it writes as many
-    /// items as fit (whole thousands, at least 1,000), timed once. Each item is one round trip
-    /// whatever the depth, so the rate does not depend on how many ran.
-    pub single_shot_budget: Duration,
-    /// A call at least this long (in verification) is timed by `long_call_repeats` single calls
-    /// rather than by criterion, which would make at least eleven (fred's million-command
-    /// pipeline takes seconds).
-    pub long_call: Duration,
-    /// Calls timed one by one for a long call.
-    pub long_call_repeats: u64,
+    /// Length a block aims at with one caller: long enough that a block's start and end weigh
+    /// little (a thousand calls of 20 µs), short enough that a slow period of the machine (seconds
+    /// long here) spans several rounds rather than one contender's blocks.
+    pub block: Duration,
+    /// Length a block aims at with many callers: each caller must make several calls in one.
+    pub block_many: Duration,
+    /// Rounds every visit runs (unless a contender fails).
+    pub min_rounds: u32,
+    /// Rounds a visit of a deep pipeline runs (a block is one call of up to seconds).
+    pub min_rounds_deep: u32,
+    /// Rounds at most.
+    pub max_rounds: u32,
+    /// Rounds go on past the minimum while the visit's rounds took less than this.
+    pub round_budget: Duration,
+    /// The same for a deep pipeline.
+    pub round_budget_deep: Duration,
+    /// Runs of a baseline tool a visit aims at: a run takes ~100 ms (memaslap's two seconds), so
+    /// a tool runs in a round only when the budget over this has passed since its last run.
+    pub tool_runs: u32,
+    /// Runs of a baseline tool a visit waits for, past its budget if need be.
+    pub min_tool_runs: u32,
+    /// Whether the reference contender is timed a second time in the same rounds (the A/A
+    /// check): a quick run leaves it out and judges with the prior A/A figure instead.
+    pub aa: bool,
     /// Seconds of calls in a cost pass's clean half (at least ten calls for request/response
     /// cells, for percentiles).
     pub cost_pass_seconds: f64,
-    /// Divides the cost pass's call count per cell kind (`cost_pass_calls`).
+    /// Divides the cost pass's call count per cell kind (`plan::cost_calls`).
     pub cost_pass_divisor: u64,
     /// The most cost-pass calls of a client slow by design (about 40 ms a round trip).
     pub slow_client_calls: u64,
-    /// redis-benchmark runs per cell (the row's median and range).
-    pub baseline_runs: usize,
-    /// Divides redis-benchmark's full request count (about a second of work).
-    pub baseline_request_divisor: u64,
-    /// Seconds of each memaslap run, reported in one-second periods; the first holds its
-    /// preloading, so at least three.
-    pub memaslap_seconds: u64,
     /// Callers in flight in the concurrency cells (`CONCURRENCY` overrides); a test run
     /// exercises every model at the larger level only.
     pub concurrency: &'static [usize],
@@ -388,55 +385,56 @@ pub struct Policy {
 
 /// The whole matrix, timed for numbers to quote.
 pub const FULL: Policy = Policy {
-    warm_up: Duration::from_millis(500),
-    measurement: Duration::from_millis(1500),
-    samples: 30,
-    resamples: 100_000,
-    single_shot_budget: Duration::from_secs(3),
-    long_call: Duration::from_secs(1),
-    long_call_repeats: 3,
-    cost_pass_seconds: 1.0,
+    block: Duration::from_millis(2),
+    block_many: Duration::from_millis(60),
+    min_rounds: 30,
+    min_rounds_deep: 5,
+    max_rounds: 5_000,
+    round_budget: Duration::from_secs(5),
+    round_budget_deep: Duration::from_secs(20),
+    tool_runs: 12,
+    min_tool_runs: 5,
+    aa: true,
+    cost_pass_seconds: 0.5,
     cost_pass_divisor: 1,
     slow_client_calls: 50,
-    baseline_runs: 3,
-    baseline_request_divisor: 1,
-    memaslap_seconds: 4,
     concurrency: &[16, 256],
 };
 
 /// The representative subset with short timing: numbers to read as rough.
 pub const QUICK: Policy = Policy {
-    warm_up: Duration::from_millis(20),
-    measurement: Duration::from_millis(130),
-    samples: 10,
-    resamples: 10_000,
-    single_shot_budget: Duration::from_millis(150),
-    long_call: Duration::from_millis(100),
-    long_call_repeats: 1,
+    block: Duration::from_millis(2),
+    block_many: Duration::from_millis(40),
+    min_rounds: 10,
+    min_rounds_deep: 3,
+    max_rounds: 5_000,
+    round_budget: Duration::from_millis(700),
+    round_budget_deep: Duration::from_secs(2),
+    tool_runs: 4,
+    min_tool_runs: 3,
+    aa: false,
     cost_pass_seconds: 0.1,
     cost_pass_divisor: 2,
     slow_client_calls: 10,
-    baseline_runs: 3,
-    baseline_request_divisor: 50,
-    memaslap_seconds: 3,
     concurrency: &[256],
 };
 
-/// Every pair once, verification included: nothing timed, every path exercised.
+/// Every pair a few times, verification included: every path exercised, numbers meaningless
+/// (a debug build, blocks of one call).
 pub const TEST: Policy = Policy {
-    warm_up: Duration::from_millis(200),
-    measurement: Duration::from_millis(500),
-    samples: 10,
-    resamples: 10_000,
-    single_shot_budget: Duration::from_secs(1),
-    long_call: Duration::from_secs(1),
-    long_call_repeats: 1,
+    block: Duration::from_millis(1),
+    block_many: Duration::from_millis(1),
+    min_rounds: 3,
+    min_rounds_deep: 3,
+    max_rounds: 3,
+    round_budget: Duration::ZERO,
+    round_budget_deep: Duration::ZERO,
+    tool_runs: 3,
+    min_tool_runs: 3,
+    aa: true,
     cost_pass_seconds: 0.5,
     cost_pass_divisor: 500,
     slow_client_calls: 10,
-    baseline_runs: 1,
-    baseline_request_divisor: 100,
-    memaslap_seconds: 3,
     concurrency: &[256],
 };
 

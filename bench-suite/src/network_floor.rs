@@ -25,9 +25,7 @@ use hdrhistogram::Histogram;
 use kvbench_core::{Backend, Endpoint, Error, Options, ReadBuffer, Result, Stream};
 use kvbench_servers::Servers;
 
-use crate::costs;
 use crate::matrix::{Cell, Mode};
-use crate::results::{self, Interval, IntervalKind, Row, RowExt, Status, Wall};
 
 /// Name of the network floor rows.
 pub const NETWORK_FLOOR: &str = kvbench_results::NETWORK_FLOOR;
@@ -272,7 +270,8 @@ impl Budget {
         }
     }
 
-    /// The measurement of a cell's row: about the time of a client's cost pass.
+    /// The warm-up of a cell's network floor contender, and the calls of a short measurement
+    /// (a test's).
     pub fn row(mode: Mode) -> Budget {
         let seconds = mode.policy().cost_pass_seconds;
         Budget {
@@ -326,90 +325,6 @@ fn new_histogram() -> Histogram<u64> {
 
 fn nanos(took: Duration) -> u64 {
     u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1)
-}
-
-/// The network floor's row in `cell` (a cell of a remote server that [`serves`]): the round
-/// trips of a raw connection to the cell's endpoint, in the shape of the loopback floor's row.
-/// Its time per operation is the median of single round trips, with the 95 % confidence interval
-/// of that median; its cost pass (CPU, system calls, allocations, percentiles) is the same as any
-/// client's. A `--test` run times nothing: the cost pass only, as for every other row.
-pub fn row(cell: &Cell, endpoint: &Endpoint, mode: Mode, count_syscalls: bool) -> Row {
-    let row = results::new_row(cell, NETWORK_FLOOR, kvbench_results::Kind::Baseline);
-    match measure_row(cell, endpoint, mode, count_syscalls) {
-        Ok((wall, costs, timing)) => {
-            let row = match wall {
-                Some(wall) => row.with_wall(wall, &timing),
-                None => row,
-            };
-            row.with_costs(&costs)
-        }
-        Err(err) => row.fail(Status::Failed, format!("network floor: {err}")),
-    }
-}
-
-fn measure_row(
-    cell: &Cell,
-    endpoint: &Endpoint,
-    mode: Mode,
-    count_syscalls: bool,
-) -> Result<(Option<Wall>, costs::Costs, String)> {
-    let budget = Budget::row(mode);
-    let mut pinger = Pinger::connect(cell.backend, endpoint, &Options::default())?;
-    let calls = budget.calls(pinger.warm_up(budget.warm_up)?);
-    let mut durations = Vec::with_capacity(calls as usize);
-    // The clean half's calls are the timed ones; the counting half's (a tenth) are not kept.
-    let costs = costs::measure(
-        count_syscalls,
-        (calls, calls.div_ceil(10)),
-        1,
-        true,
-        |n, each| {
-            pinger.timed(n, &mut |took| {
-                if durations.len() < calls as usize {
-                    durations.push(nanos(took));
-                }
-                each(took)
-            })
-        },
-    )?;
-    let timing = format!(
-        "network floor: {} round trips to {} over a raw connection, each timed on its own ({calls} \
-         calls after {} untimed); median of the calls, the 95 % confidence interval of that \
-         median from their order statistics",
-        pinger.command(),
-        pinger.address(),
-        budget.warm_up
-    );
-    let wall = (mode != Mode::Test)
-        .then(|| median_with_interval(&mut durations))
-        .flatten();
-    Ok((wall, costs, timing))
-}
-
-/// The median of `durations` (ns), their mean, and the distribution-free 95 % confidence
-/// interval of the median: the order statistics at ranks n/2 ∓ 1.96 √n / 2 (the binomial
-/// interval for the 50th percentile, in its normal approximation). `None` for no durations.
-pub fn median_with_interval(durations: &mut [u64]) -> Option<Wall> {
-    let n = durations.len();
-    if n == 0 {
-        return None;
-    }
-    durations.sort_unstable();
-    let values: Vec<f64> = durations.iter().map(|&d| d as f64).collect();
-    let half_width = 0.98 * (n as f64).sqrt();
-    let rank = |r: f64| (r.max(0.0) as usize).min(n - 1);
-    let lower = values[rank((n as f64 / 2.0 - half_width).floor())];
-    let upper = values[rank((n as f64 / 2.0 + half_width).ceil())];
-    Some(Wall {
-        median: results::median(&values)?,
-        mean: Some(values.iter().sum::<f64>() / n as f64),
-        interval: (n >= 2).then_some(Interval {
-            kind: IntervalKind::Ci95,
-            n: u32::try_from(n).unwrap_or(u32::MAX),
-            lower,
-            upper,
-        }),
-    })
 }
 
 /// The network floor's words for the run's notes and the progress line: `redis at
@@ -523,19 +438,5 @@ mod tests {
             Budget::row(Mode::Test).calls(Duration::ZERO),
             Budget::MIN_CALLS
         );
-    }
-
-    #[test]
-    fn the_median_interval_brackets_the_median() {
-        let mut durations: Vec<u64> = (1..=101).rev().collect();
-        let wall = median_with_interval(&mut durations).unwrap();
-        assert_eq!(wall.median, 51.0);
-        let interval = wall.interval.unwrap();
-        assert_eq!((interval.kind, interval.n), (IntervalKind::Ci95, 101));
-        // ±0.98·√101 ≈ ±9.8 ranks around the middle.
-        assert_eq!((interval.lower, interval.upper), (41.0, 62.0));
-        assert!(median_with_interval(&mut []).is_none());
-        let one = median_with_interval(&mut [7]).unwrap();
-        assert_eq!((one.median, one.interval), (7.0, None));
     }
 }

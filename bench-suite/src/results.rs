@@ -121,9 +121,29 @@ pub fn wall_of(measurements: &[f64]) -> Option<Wall> {
     })
 }
 
-/// One row from the K runs of a pair: the median of the runs' medians as the headline, their
-/// range as the interval, the spread (max/min ops/s), the median of each cost, every flag. A run
-/// that failed fails the row, with its error.
+/// A time per operation from paired rounds' throughputs (ops/s, one per round), ns: the median
+/// over the rounds, its 95 % bootstrap interval, and the mean.
+pub fn wall_of_rounds(rates: &[f64]) -> Option<Wall> {
+    let per_op: Vec<f64> = rates.iter().map(|rate| 1e9 / rate).collect();
+    let median = median(&per_op)?;
+    let (lower, upper) = kvbench_results::verdict::median_interval(&per_op);
+    Some(Wall {
+        median,
+        mean: Some(per_op.iter().sum::<f64>() / per_op.len() as f64),
+        interval: Some(Interval {
+            kind: IntervalKind::Ci95,
+            n: per_op.len() as u32,
+            lower,
+            upper,
+        }),
+    })
+}
+
+/// One row from the K runs of a pair: every run's rounds pooled (the headline is their median,
+/// the interval its bootstrap interval over all rounds), the spread (max/min of the runs'
+/// ops/s), the median of each cost, every flag. A run that failed fails the row, with its error.
+/// The paired ratios are recomputed over the pooled rounds by the runner, which has the cell's
+/// reference and A/A twin.
 pub fn merge(runs: &[Row]) -> Row {
     let mut row = runs[0].clone();
     if runs.len() == 1 {
@@ -145,20 +165,39 @@ pub fn merge(runs: &[Row]) -> Row {
         .iter()
         .filter_map(|r| r.wall_ns_per_op.map(|w| w.median))
         .collect();
+    let pooled: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.round_ops_per_sec.clone())
+        .collect();
+    // The runner gives every run's rows their rounds' indices over all runs.
+    let indices: Vec<u32> = runs.iter().flat_map(|r| r.round_indices.clone()).collect();
     if medians.len() == runs.len() {
-        let mut wall = wall_of(&medians).expect("at least one run");
-        let means: Vec<f64> = runs
+        // Rounds pooled where every run has them; a baseline measured otherwise keeps the runs'
+        // medians and their range.
+        let paired = runs.iter().all(|r| !r.round_ops_per_sec.is_empty());
+        let mut wall = match paired {
+            true => wall_of_rounds(&pooled).expect("at least one round"),
+            false => wall_of(&medians).expect("at least one run"),
+        };
+        if !paired {
+            let means: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.wall_ns_per_op.and_then(|w| w.mean))
+                .collect();
+            wall.mean =
+                (means.len() == runs.len()).then(|| means.iter().sum::<f64>() / means.len() as f64);
+        }
+        let (low, high) = medians
             .iter()
-            .filter_map(|r| r.wall_ns_per_op.and_then(|w| w.mean))
-            .collect();
-        wall.mean =
-            (means.len() == runs.len()).then(|| means.iter().sum::<f64>() / means.len() as f64);
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         row.ops_per_sec = Some(1e9 / wall.median);
-        row.spread = wall.interval.map(|i| i.upper / i.lower);
+        row.spread = Some(high / low);
         row.wall_ns_per_op = Some(wall);
         row.runs = runs.len() as u32;
+        row.round_ops_per_sec = pooled;
+        row.round_indices = indices;
         row.timing = Some(format!(
-            "median of {} runs, each against freshly started servers; each run: {}",
+            "{} runs, each against freshly started servers, their rounds pooled; each run: {}",
             runs.len(),
             runs[0].timing.clone().unwrap_or_default()
         ));
@@ -228,35 +267,6 @@ pub fn flag_disagreement(row: &mut Row, run_noise: Option<f64>) {
 /// so its length truncation never applies.
 pub fn criterion_dir_name(id: &str) -> String {
     id.replace(['?', '"', '/', '\\', '*', '<', '>', ':', '|', '^'], "_")
-}
-
-/// criterion's estimates for one function, ns per iteration: the median with its 95 %
-/// confidence interval (`samples` is the group's sample size), and the mean beside it.
-pub fn criterion_estimate(
-    criterion_dir: &Path,
-    group: &str,
-    function: &str,
-    samples: u32,
-) -> Result<Wall> {
-    let path = criterion_dir
-        .join(criterion_dir_name(group))
-        .join(criterion_dir_name(function))
-        .join("new/estimates.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let json: serde_json::Value = serde_json::from_str(&text)?;
-    let number = |v: &serde_json::Value| v.as_f64().context("estimates.json: not a number");
-    let median = &json["median"];
-    Ok(Wall {
-        median: number(&median["point_estimate"])?,
-        mean: Some(number(&json["mean"]["point_estimate"])?),
-        interval: Some(Interval {
-            kind: IntervalKind::Ci95,
-            n: samples,
-            lower: number(&median["confidence_interval"]["lower_bound"])?,
-            upper: number(&median["confidence_interval"]["upper_bound"])?,
-        }),
-    })
 }
 
 /// Writes `results.json` atomically (write then rename), so a reader never sees half a file.

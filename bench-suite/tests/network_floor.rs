@@ -9,24 +9,13 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use kvbench_bench_suite::matrix::{Cell, Mode, Op};
+use kvbench_bench_suite::matrix::Mode;
 use kvbench_bench_suite::network_floor::{self, Budget, NETWORK_FLOOR};
 use kvbench_core::{Backend, Endpoint, Error, Options, Transport};
-use kvbench_results::{IntervalKind, Kind, LOOPBACK_FLOOR, Status};
+use kvbench_results::{Kind, LOOPBACK_FLOOR, Status};
 use kvbench_servers::{Servers, StartOptions};
 
 use common::run_matrix;
-
-fn one_caller(backend: Backend, op: Op, transport: Transport) -> Cell {
-    Cell {
-        backend,
-        op,
-        value_size: 3,
-        pipeline: 1,
-        transport,
-        concurrency: 1,
-    }
-}
 
 #[test]
 fn each_private_server_has_a_floor_measured_call_by_call() {
@@ -56,27 +45,6 @@ fn each_private_server_has_a_floor_measured_call_by_call() {
             };
             assert_eq!(floor.command, command);
             assert!(!floor.address.is_empty());
-
-            // The cell's row: the loopback floor's shape, measured the same way.
-            let cell = one_caller(backend, Op::Get, transport);
-            let row = network_floor::row(&cell, &endpoint, Mode::Quick, false);
-            assert_eq!(row.status, Status::Ok, "{what}: {:?}", row.error);
-            assert_eq!(
-                (row.client.as_str(), row.kind),
-                (NETWORK_FLOOR, Kind::Baseline)
-            );
-            assert!(row.is_floor() && !row.is_baseline_tool());
-            assert_eq!(row.cell, cell.id());
-            let wall = row.wall_ns_per_op.expect("a time per operation");
-            assert!(wall.median > 0.0, "{what}: {wall:?}");
-            let interval = wall.interval.expect("an interval");
-            assert_eq!(interval.kind, IntervalKind::Ci95);
-            assert!(interval.lower <= wall.median && wall.median <= interval.upper);
-            assert!(row.ops().is_some_and(|ops| ops > 0.0));
-            let latency = row.latency_ns.expect("percentiles");
-            assert!(latency.p50 > 0 && latency.p99 >= latency.p50, "{latency:?}");
-            assert!(row.cpu_ns_per_op.is_some() && row.allocs_per_op.is_some());
-            assert!(row.timing.as_deref().unwrap_or_default().contains(command));
         }
     }
 }
@@ -193,7 +161,16 @@ fn a_run_against_remote_servers_reports_their_network_floor() {
             .find(|row| row.cell == cell && row.client == NETWORK_FLOOR)
             .unwrap_or_else(|| panic!("{cell} has a network floor row"));
         assert_eq!((floor.status, floor.kind), (Status::Ok, Kind::Baseline));
-        // A --test run times nothing; the cost pass's percentiles are there.
+        // A contender of the paired rounds like any other, with a cost pass.
+        assert!(!floor.round_ops_per_sec.is_empty() && floor.ratio_to_reference.is_some());
+        assert!(
+            floor
+                .timing
+                .as_deref()
+                .unwrap_or_default()
+                .contains("paired")
+        );
+        assert!(floor.cpu_ns_per_op.is_some() && floor.allocs_per_op.is_some());
         let latency = floor.latency_ns.expect("percentiles");
         assert!(
             latency.p50 > 0 && latency.p99 >= latency.p50,

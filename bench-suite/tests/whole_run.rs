@@ -53,7 +53,13 @@ fn memcached_items(endpoint: &Endpoint) -> u64 {
 #[test]
 fn the_quick_matrix_on_external_servers_leaves_foreign_data_untouched() {
     // These play the user's servers: the run is told about them only through URLs.
-    let owner = Servers::start_private(&StartOptions::default()).expect("start the user's servers");
+    // A cell connects every contender at once (about 2,000 connections at 256 callers): these
+    // users allow that many, as Redis does by default (memcached's default is 1,024).
+    let options = StartOptions {
+        max_connections: 4096,
+        ..StartOptions::default()
+    };
+    let owner = Servers::start_private(&options).expect("start the user's servers");
     let redis_endpoint = owner.endpoint(Backend::Redis, Transport::Tcp).unwrap();
     let memcached_endpoint = owner.endpoint(Backend::Memcached, Transport::Unix).unwrap();
     let foreign = foreign_keys();

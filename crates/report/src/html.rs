@@ -9,8 +9,9 @@ use serde::Serialize;
 use crate::check;
 use crate::format;
 use crate::model::{self, Callers, Cell, DepthChart, KINDS, Model};
+use crate::paired;
 use crate::results::{Op, Results, Row};
-use crate::svg::{self, Chart, LineChart};
+use crate::svg::{self, Chart, LineChart, RatioChart};
 use crate::tables::{self, CostRow, HeadlineRow, SeriesRow};
 use crate::{Section, template};
 
@@ -30,6 +31,8 @@ struct Page<'a> {
     headline: Vec<HeadlineRow>,
     /// What the network floor is, when a server is on another host (empty: none is).
     network_floor: String,
+    /// The run's A/A check, in a sentence.
+    aa: String,
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
     environment: Vec<(&'static str, String)>,
@@ -67,6 +70,10 @@ struct CellView {
     transport: &'static str,
     link: Option<String>,
     chart: Chart,
+    /// Each row's paired ratio to the cell's reference (none without paired rounds).
+    ratios: Option<RatioChart>,
+    /// How the cell was timed and its A/A figure, for a note above its table.
+    paired: String,
     rows: Vec<CostRow>,
 }
 
@@ -213,6 +220,7 @@ pub fn render(
             .collect(),
         headline: (0..).zip(model.cells()).map(tables::headline_row).collect(),
         network_floor: model::network_floor_words(results),
+        aa: paired::aa_summary_text(results),
         sections: sections.collect(),
         problems: (model.problems.iter())
             .map(|(row, why)| Problem {
@@ -277,6 +285,8 @@ fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
         transport: title(first.transport.as_str()),
         link: cell.criterion_link.as_deref().map(format::url_path),
         chart: svg::cell_chart(cell, scale_max),
+        ratios: svg::ratio_chart(cell),
+        paired: cell.aa_note(),
         rows: (cell.by_speed().into_iter())
             .map(|row| tables::cost_row(cell, row))
             .collect(),

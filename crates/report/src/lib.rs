@@ -5,16 +5,22 @@
 //! (schema in [`results`] and `reports/README.md`) and writes next to it:
 //!
 //! - `index.html` ([`render_run`]): one section per operation; per cell (backend × transport ×
-//!   operation × size) a bar chart with one bar per client and the confidence interval as
-//!   whiskers, Redis beside memcached and TCP beside Unix on one shared axis; a pipeline-depth
+//!   operation × size) a bar chart with one bar per client and the interval as whiskers, Redis
+//!   beside memcached and TCP beside Unix on one shared axis, and under it each client's paired
+//!   ratio to the cell's reference with its interval and the cell's A/A band; a pipeline-depth
 //!   chart per client; for each operation and size run with many callers, per backend ×
 //!   transport, ops/s and p99 latency against the callers in flight (a line per client, the
 //!   baseline tools dashed) over a table of each client's model, connections and ops/s at each
-//!   number of callers; a sortable cost table per cell (ops/s, × fastest, × redis-benchmark, CPU,
-//!   syscalls, allocations, latency percentiles); failed and unsupported pairs with their reason;
-//!   the run's environment; links into criterion's own per-group reports.
+//!   number of callers; a sortable cost table per cell (ops/s, × reference, × fastest,
+//!   × redis-benchmark, CPU, syscalls, allocations, latency percentiles) under its timing and A/A
+//!   figure; failed and unsupported pairs with their reason; the run's environment and A/A check;
+//!   links into criterion's own per-group reports.
 //! - `summary.md`: the same tables in Markdown.
-//! - [`compare::compare_runs`]: B/A ratios per row, with differences inside the noise marked.
+//! - [`compare::compare_runs`]: each row's ratio to its reference in both runs, a change called
+//!   only beyond both runs' A/A deviations, and B/A of ops/s as context.
+//!
+//! Every ratio between two rows of one cell is the paired one ([`paired`] words it), and every
+//! faster side is named by the one rule of `kvbench_results::verdict`.
 //! - [`check::check_run_dir`]: the static half of `make test-report` (charts present, no dead
 //!   link, well-formed page); `crates/report/browser-test.sh` adds headless Chromium.
 //!
@@ -38,6 +44,7 @@ mod format;
 mod html;
 pub mod lessons;
 mod model;
+pub mod paired;
 pub mod results;
 mod svg;
 mod tables;

@@ -1,13 +1,15 @@
 //! Rows grouped the way the report shows them: operation → variant (size, depth) → cell
 //! (backend × transport) → clients, plus the per-cell ratios every output shares.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use crate::check;
 use crate::format;
+use crate::paired;
 use crate::results::{Backend, Kind, Op, Results, Row, Status, Transport};
-use kvbench_results::verdict::{self, Judgement};
+use kvbench_results::verdict::{self, Judgement, Verdict};
 
 /// The baseline every cell's ratio column refers to: redis-benchmark, the benchmark tool shipped
 /// with Redis (C, its own event loop).
@@ -82,22 +84,28 @@ pub struct Variant<'a> {
     pub scale_max: f64,
 }
 
-/// One criterion group: one backend, transport, operation and size; one row per client.
+/// One cell: one backend, transport, operation and size; one row per client.
 pub struct Cell<'a> {
-    /// Criterion group name, for example `redis/get/3B/unix` (empty for a cell without rows).
+    /// Cell id, for example `redis/get/3B/unix` (empty for a cell without rows).
     pub label: String,
-    /// The run's noise figure (median spread of its repeated rows), for verdicts.
+    /// The run's noise figure (median spread of its repeated rows), for verdicts on rows timed
+    /// apart.
     pub noise: Option<f64>,
     /// Hand-written, then library, then baseline rows; by client name within a kind.
     pub rows: Vec<&'a Row>,
-    /// Best throughput in the cell among clients of the real server (floors excluded).
-    pub fastest: Option<f64>,
+    /// The fastest client of the real server (floors excluded), by the paired rule.
+    pub fastest: Option<&'a Row>,
     /// redis-benchmark's row in the cell, if it has a throughput.
     pub baseline: Option<&'a Row>,
+    /// The cell's reference contender, the side of every `ratio_to_reference`, if it has a row.
+    pub reference: Option<&'a Row>,
     /// The loopback floor's throughput in the cell (the fastest floor row, if several).
     pub floor: Option<f64>,
     /// Relative link to criterion's report of this group, only if the file is in the run folder.
     pub criterion_link: Option<String>,
+    /// Judgements made so far, by the two rows' addresses: a paired one bootstraps its interval,
+    /// and the headline, the tables and the lessons ask for the same pairs again.
+    judged: RefCell<HashMap<(*const Row, *const Row), Judgement>>,
 }
 
 /// Pipelined SET by depth: one small chart per client, one series per backend/transport.
@@ -189,20 +197,24 @@ impl<'a> Cell<'a> {
     /// The cell of these rows (all of one cell), judged with the run's `noise`.
     pub fn new(mut rows: Vec<&'a Row>, noise: Option<f64>) -> Cell<'a> {
         rows.sort_by(|a, b| (a.kind, &a.client).cmp(&(b.kind, &b.client)));
-        let fastest = |floor: bool| {
-            (rows.iter().filter(|r| r.is_floor() == floor))
-                .filter_map(|r| r.ops())
-                .reduce(f64::max)
-        };
-        Cell {
+        let floor = (rows.iter().filter(|r| r.is_floor()))
+            .filter_map(|r| r.ops())
+            .reduce(f64::max);
+        let reference = (rows.iter().find_map(|r| r.reference.as_deref()))
+            .and_then(|name| rows.iter().copied().find(|r| r.client == name));
+        let mut cell = Cell {
             label: rows.first().map_or(String::new(), |r| r.cell.clone()),
             noise,
-            fastest: fastest(false),
-            floor: fastest(true),
+            fastest: None,
+            floor,
             baseline: (rows.iter().copied()).find(|r| r.is_baseline_tool() && r.ops().is_some()),
+            reference,
             criterion_link: None,
+            judged: RefCell::default(),
             rows,
-        }
+        };
+        cell.fastest = cell.best(None);
+        cell
     }
 
     /// Rows with a throughput, fastest first (the tables' default order), then the others.
@@ -212,11 +224,38 @@ impl<'a> Cell<'a> {
         rows
     }
 
-    /// The fastest client of `kind`, or of any kind when `None`; never a floor.
+    /// `first` against `second` by the one rule: paired when both ran in the cell's rounds.
+    pub fn judge(&self, first: &Row, second: &Row) -> Judgement {
+        let key = (first as *const Row, second as *const Row);
+        if let Some(judged) = self.judged.borrow().get(&key) {
+            return judged.clone();
+        }
+        let judged = verdict::judge(first, self.noise, second, self.noise);
+        self.judged.borrow_mut().insert(key, judged.clone());
+        judged
+    }
+
+    /// The fastest client of `kind`, or of any kind when `None`; never a floor. The highest
+    /// throughput, unless the paired rule says another row is faster than it: a row's ops/s is
+    /// the median of its own blocks, the paired ratio the median of the rounds' ratios, and the
+    /// verdict stands on the second.
     pub fn best(&self, kind: Option<Kind>) -> Option<&'a Row> {
-        (self.rows.iter().copied())
+        let candidates: Vec<&'a Row> = (self.by_speed().into_iter())
             .filter(|r| r.ops().is_some() && is_leader_kind(r, kind))
-            .max_by(|a, b| a.ops().unwrap_or(0.0).total_cmp(&b.ops().unwrap_or(0.0)))
+            .collect();
+        let mut best = *candidates.first()?;
+        // Each step moves to a row the rule calls faster; a cycle cannot last longer than the
+        // rows, and stops on the last one reached.
+        for _ in 0..candidates.len() {
+            let Some(faster) = (candidates.iter().copied())
+                .filter(|row| !std::ptr::eq(*row, best))
+                .find(|row| self.judge(row, best).verdict == Verdict::FirstFaster)
+            else {
+                break;
+            };
+            best = faster;
+        }
+        Some(best)
     }
 
     /// The row of a client, if the cell has one.
@@ -224,19 +263,15 @@ impl<'a> Cell<'a> {
         self.rows.iter().copied().find(|r| r.client == name)
     }
 
-    /// `ops / fastest`.
-    pub fn ratio_to_fastest(&self, row: &Row) -> Option<f64> {
-        Some(row.ops()? / self.fastest?)
+    /// The row against the fastest client of the cell: paired ratio and verdict where both ran in
+    /// the cell's rounds.
+    pub fn against_fastest(&self, row: &Row) -> Option<Judgement> {
+        Some(self.judge(row, self.fastest?))
     }
 
-    /// `ops / the baseline tool's ops` in the same cell (redis-benchmark's or memaslap's).
-    pub fn ratio_to_baseline(&self, row: &Row) -> Option<f64> {
-        Some(row.ops()? / self.baseline?.ops()?)
-    }
-
-    /// The row against redis-benchmark in the same cell: the ratio with its range and verdict.
+    /// The row against the baseline tool in the same cell (redis-benchmark or memaslap).
     pub fn against_baseline(&self, row: &Row) -> Option<Judgement> {
-        Some(verdict::judge(row, self.noise, self.baseline?, self.noise))
+        Some(self.judge(row, self.baseline?))
     }
 
     /// The rows a "fastest" sentence must name: the fastest client of `kind` (any kind when
@@ -250,7 +285,8 @@ impl<'a> Cell<'a> {
             is_leader_kind(row, kind)
                 && !std::ptr::eq(*row, best)
                 && row.ops().is_some()
-                && !verdict::judge(best, self.noise, row, self.noise).is_decided()
+                // This direction is the one "× fastest" quotes: judged once for both.
+                && !self.judge(row, best).is_decided()
         }));
         leaders
     }
@@ -260,25 +296,91 @@ impl<'a> Cell<'a> {
         Some(self.floor? / row.ops()?)
     }
 
-    /// A row's throughput over redis-benchmark's in this cell, with the ratio's range:
-    /// `1.32× (1.26–1.37×)`, or `1.32× (1 run)` when a side was measured once; redis-benchmark's
-    /// own row (or a cell without it) gets the bare ratio.
+    /// The cell's A/A figure, for people: `A/A 0.4 %`, `A/A not measured: prior 1 %`, or that
+    /// the cell had no paired rounds.
+    pub fn aa_text(&self) -> String {
+        match self.reference {
+            Some(reference) => paired::aa_text(reference),
+            None => "no paired rounds".to_string(),
+        }
+    }
+
+    /// The cell's A/A ratio with its interval and what it means, for a note under its table.
+    pub fn aa_note(&self) -> String {
+        let Some(reference) = self.reference else {
+            return "No paired rounds in this cell: its rows were timed apart, and are compared \
+                    by the older rule (disjoint intervals beyond the run-to-run spread)."
+                .to_string();
+        };
+        let rounds = reference.round_ops_per_sec.len();
+        let aa = match reference.aa_ratio {
+            Some(aa) => format!(
+                "A/A: {} timed twice in the same rounds, {} ({}); a difference inside it is not \
+                 called a difference",
+                reference.client,
+                paired::paired_text(&aa),
+                paired::aa_text(reference)
+            ),
+            None => format!(
+                "{}: no A/A check in this cell, so a difference must exceed the prior A/A \
+                 deviation",
+                paired::aa_text(reference)
+            ),
+        };
+        format!(
+            "Paired over {rounds} rounds; × {} is each row's throughput over the reference's, the \
+             median of the rounds' ratios with its 95 % bootstrap interval. {aa}.",
+            reference.client
+        )
+    }
+
+    /// A row's paired ratio to the cell's reference: `0.94× (0.92–0.96×)`, `reference` on the
+    /// reference's own row, `–` for a row outside the rounds.
+    pub fn reference_ratio_text(&self, row: &Row) -> String {
+        match (row.ratio_to_reference, self.reference) {
+            (Some(paired), _) => paired::paired_text(&paired),
+            (None, Some(reference)) if std::ptr::eq(row, reference) => "reference".to_string(),
+            _ => "–".to_string(),
+        }
+    }
+
+    /// What the paired rule says of a row against the reference: `faster`, `slower`, `within A/A`
+    /// (or its interval includes 1), `–` outside the rounds.
+    pub fn reference_verdict(&self, row: &Row) -> String {
+        let (Some(paired), Some(reference)) = (row.ratio_to_reference, self.reference) else {
+            return "–".to_string();
+        };
+        let (threshold, measured) = verdict::cell_threshold(reference);
+        match verdict::decide(&paired, threshold, measured) {
+            Verdict::FirstFaster => "faster".to_string(),
+            Verdict::SecondFaster => "slower".to_string(),
+            Verdict::Indistinguishable(_) => "not separated".to_string(),
+            Verdict::Unknown(_) => "unknown".to_string(),
+        }
+    }
+
+    /// A row's throughput over the baseline tool's in this cell, with the ratio's interval:
+    /// `1.32× (1.26–1.37×)` paired, `… timed apart)` when the tool was not in the rounds; the
+    /// tool's own row (or a cell without it) gets the bare ratio.
     pub fn baseline_ratio_text(&self, row: Option<&Row>) -> String {
         let Some(row) = row else {
             return "–".to_string();
         };
-        if row.is_baseline_tool() || self.baseline.is_none() {
-            return format::opt(self.ratio_to_baseline(row), format::ratio);
+        match self.baseline {
+            Some(baseline) if std::ptr::eq(row, baseline) => paired::ratio(1.0),
+            Some(_) => {
+                (self.against_baseline(row)).map_or("–".to_string(), |j| paired::quote(&j))
+            }
+            None => "–".to_string(),
         }
-        let ratio = |r: f64| format::significant(r, 3);
-        match self.against_baseline(row) {
-            Some(Judgement {
-                ratio: Some(r),
-                range: Some((low, high)),
-                ..
-            }) => format!("{}× ({}–{}×)", ratio(r), ratio(low), ratio(high)),
-            Some(Judgement { ratio: Some(r), .. }) => format!("{}× (1 run)", ratio(r)),
-            _ => "–".to_string(),
+    }
+
+    /// The row's throughput over the fastest client's, quoted as [`Cell::baseline_ratio_text`].
+    pub fn fastest_ratio_text(&self, row: &Row) -> String {
+        match self.fastest {
+            Some(fastest) if std::ptr::eq(row, fastest) => paired::ratio(1.0),
+            Some(_) => (self.against_fastest(row)).map_or("–".to_string(), |j| paired::quote(&j)),
+            None => "–".to_string(),
         }
     }
 }
@@ -412,19 +514,19 @@ pub fn run_id(results: &Results, dir: &Path) -> String {
         .map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The run-level noise figure, for people.
+/// The run-level noise figure, for people: what rows timed apart are read against.
 pub fn noise_text(results: &Results) -> String {
     match results.noise() {
         Some(noise) => format!(
-            "median spread {} over {} rows measured in {} runs (largest {}); no difference \
-             smaller than a row's spread is called a difference",
+            "median spread {} over {} rows measured in {} runs (largest {}); rows timed apart \
+             (different cells) are called different only beyond it",
             verdict::percent(noise.median_spread),
             noise.rows,
             results.run.repeat,
             verdict::percent(noise.max_spread)
         ),
-        None => "not measured (REPEAT=1): no faster side is named anywhere in this report; \
-                 run with REPEAT=3 to measure it"
+        None => "not measured (REPEAT=1): rows timed apart (different cells) are not ranked; \
+                 rows of one cell are judged by their paired rounds"
             .to_string(),
     }
 }
@@ -473,7 +575,8 @@ pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
         ("kernel", run.kernel.clone()),
         ("rustc", run.rustc.clone()),
         ("placement", run.describe_placement()),
-        ("criterion args", run.criterion_args.clone()),
+        ("method", run.method.clone()),
+        ("A/A check", paired::aa_summary_text(results)),
         ("filters", run.filters.clone()),
         (
             "repeated runs",

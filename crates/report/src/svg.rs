@@ -16,7 +16,9 @@ use crate::model::{
     CallersLine, CallersPanel, Cell, DepthChart, DepthClient, series_name, status_class,
     status_word,
 };
+use crate::paired;
 use crate::results::{Kind, Row};
+use kvbench_results::verdict;
 
 /// One chart: a bar per client of a cell (`marks`), or a group of bars per pipeline depth, one
 /// per backend/transport series (`groups`).
@@ -251,6 +253,124 @@ pub fn cell_chart(cell: &Cell, scale_max: f64) -> Chart {
         groups: Vec::new(),
         series: 0,
     }
+}
+
+/// One cell's ratios to its reference: a point per row at its paired ratio's median, whiskers
+/// from its interval, on a log axis around 1 (the reference), with the cell's A/A deviation as a
+/// band around 1. Ratios of rows timed in the same rounds do not inherit the machine's slow
+/// periods, so their intervals separate where the ops/s bars' overlap.
+#[derive(Serialize)]
+pub struct RatioChart {
+    /// Number of points (`circle.point` elements).
+    pub points: usize,
+    label: String,
+    /// The axis' title: `× raw-tcp (paired, log scale)`.
+    axis: String,
+    /// (position, label) of the ticks.
+    ticks: Vec<(f64, String)>,
+    /// Where 1 lies, and the A/A band around it.
+    one: f64,
+    band: (f64, f64),
+    marks: Vec<RatioMark>,
+}
+
+/// One row of a ratio chart: a point with whiskers, or why there is none.
+#[derive(Serialize)]
+struct RatioMark {
+    name: String,
+    title: String,
+    colour: &'static str,
+    /// Median, lower and upper, as positions on the axis.
+    point: Option<(f64, f64, f64)>,
+    /// The ratio, short, beside the point; or why there is no point.
+    value: String,
+}
+
+/// The ratio chart of a cell with paired rounds (`None` without a reference).
+pub fn ratio_chart(cell: &Cell) -> Option<RatioChart> {
+    let reference = cell.reference?;
+    let (deviation, _) = verdict::cell_threshold(reference);
+    let aa = reference.aa_ratio;
+    // The reference's own point is its A/A ratio: the ratio it has to itself.
+    let ratio_of = |row: &Row| match row.ratio_to_reference {
+        Some(paired) => Some(paired),
+        None if std::ptr::eq(row, reference) => aa,
+        None => None,
+    };
+    let rows: Vec<&Row> = (cell.rows.iter().copied())
+        .filter(|row| !row.is_floor() || row.ratio_to_reference.is_some())
+        .collect();
+    let (mut low, mut high) = (1.0 / (1.0 + deviation), 1.0 + deviation);
+    for paired in rows.iter().filter_map(|row| ratio_of(row)) {
+        low = f64::min(low, paired.lower.min(paired.median));
+        high = f64::max(high, paired.upper.max(paired.median));
+    }
+    // A little room beyond the extremes, so no whisker ends on the frame.
+    let range = [low / 1.15, high * 1.15];
+    let at = |value: f64| fraction(value, range);
+    let marks: Vec<RatioMark> = (rows.iter())
+        .map(|row| {
+            let name = truncate(&row.client, LABEL_CHARS);
+            let colour = kind_colour(row.kind);
+            let Some(paired) = ratio_of(row) else {
+                let why = match row.unmeasured_reason() {
+                    Some(why) => why,
+                    None => "not in the paired rounds".to_string(),
+                };
+                return RatioMark {
+                    name,
+                    title: format!("{} ({}): {why}", row.client, row.kind),
+                    colour,
+                    point: None,
+                    value: match row.ops() {
+                        Some(_) => "not paired".to_string(),
+                        None => status_word(row).to_string(),
+                    },
+                };
+            };
+            let is_reference = std::ptr::eq(*row, reference);
+            let what = match is_reference {
+                true => format!("the reference against itself (A/A), {}", cell.aa_text()),
+                false => format!(
+                    "× {}, {}: {}",
+                    reference.client,
+                    cell.aa_text(),
+                    cell.reference_verdict(row)
+                ),
+            };
+            RatioMark {
+                name,
+                title: format!(
+                    "{} ({}): {} over {} rounds\n{what}",
+                    row.client,
+                    row.kind,
+                    paired::paired_text(&paired),
+                    paired.rounds
+                ),
+                colour,
+                point: Some((at(paired.median), at(paired.lower), at(paired.upper))),
+                value: paired::ratio(paired.median),
+            }
+        })
+        .collect();
+    // 1 and the extremes; an extreme too close to 1 for its label to fit is left out.
+    let ticks: Vec<(f64, String)> = [low, 1.0, high]
+        .into_iter()
+        .filter(|&value| value == 1.0 || (at(value) - at(1.0)).abs() > 0.12)
+        .map(|value| (at(value), paired::ratio(value)))
+        .collect();
+    Some(RatioChart {
+        points: marks.iter().filter(|m| m.point.is_some()).count(),
+        label: format!(
+            "throughput over {}'s, paired, {}",
+            reference.client, cell.label
+        ),
+        axis: format!("× {} (paired, log scale)", reference.client),
+        ticks,
+        one: at(1.0),
+        band: (at(1.0 / (1.0 + deviation)), at(1.0 + deviation)),
+        marks,
+    })
 }
 
 /// Pipelined-SET throughput of one client: a group of bars per depth, one bar per

@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use crate::format;
 use crate::model::{self, CallersPanel, Cell, DepthChart, leader_names, status_class, status_word};
+use crate::paired;
 use crate::results::{Kind, Row};
 use crate::svg;
+use kvbench_results::verdict::Judgement;
 
 /// One table cell: what `td` in `templates/macros.html` prints.
 #[derive(Serialize, Default)]
@@ -44,10 +46,59 @@ impl Td {
         }
     }
 
-    /// The ratio to redis-benchmark with its range, sorting by the bare ratio.
+    /// A ratio to another row of the cell (`judged`: this row against it), quoted as `text`,
+    /// sorting by the bare ratio; the tooltip says what the rule made of it and what it stood on.
+    fn judged(row: &Row, judged: Option<Judgement>, text: String) -> Td {
+        let title = (judged.as_ref()).filter(|j| j.ratio.is_some()).map(|j| {
+            format!(
+                "{}; {}",
+                paired::verdict_word(j),
+                paired::basis_text(j, row)
+            )
+        });
+        Td {
+            title,
+            ..Td::num(judged.and_then(|j| j.ratio), |_| text.clone())
+        }
+    }
+
+    /// The ratio to the baseline tool with its interval.
     fn baseline_ratio(cell: &Cell, row: Option<&Row>) -> Td {
-        let ratio = row.and_then(|r| cell.ratio_to_baseline(r));
-        Td::num(ratio, |_| cell.baseline_ratio_text(row))
+        let text = cell.baseline_ratio_text(row);
+        match (row, cell.baseline) {
+            (Some(row), Some(baseline)) if std::ptr::eq(row, baseline) => {
+                Td::num(Some(1.0), |_| text.clone())
+            }
+            (Some(row), _) => Td::judged(row, cell.against_baseline(row), text),
+            (None, _) => Td::num(None, |_| text.clone()),
+        }
+    }
+
+    /// The ratio to the fastest client of the cell with its interval.
+    fn fastest_ratio(cell: &Cell, row: &Row) -> Td {
+        let text = cell.fastest_ratio_text(row);
+        match cell.fastest {
+            Some(fastest) if std::ptr::eq(row, fastest) => Td::num(Some(1.0), |_| text.clone()),
+            _ => Td::judged(row, cell.against_fastest(row), text),
+        }
+    }
+
+    /// The row's paired ratio to the cell's reference, sorting by its median (1 for the
+    /// reference itself).
+    fn reference_ratio(cell: &Cell, row: &Row) -> Td {
+        let is_reference = cell.reference.is_some_and(|r| std::ptr::eq(r, row));
+        let value = match row.ratio_to_reference {
+            Some(paired) => Some(paired.median),
+            None if is_reference => Some(1.0),
+            None => None,
+        };
+        let title = row
+            .ratio_to_reference
+            .map(|paired| format!("{} rounds; {}", paired.rounds, cell.aa_text()));
+        Td {
+            title,
+            ..Td::num(value, |_| cell.reference_ratio_text(row))
+        }
     }
 }
 
@@ -81,7 +132,8 @@ pub struct SeriesRow {
     pub cells: Vec<Td>,
 }
 
-/// The headline's row of the `index`-th cell.
+/// The headline's row of the `index`-th cell: its leaders, their ratios to the baseline tool,
+/// and the A/A figure every verdict of the row was read against.
 pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
     let mut cells = vec![
         Td::text(leader_names(&cell.leaders(None))),
@@ -102,6 +154,10 @@ pub fn headline_row((index, cell): (usize, &Cell)) -> HeadlineRow {
                 .and_then(|r| cell.time_over_floor(r)),
             format::ratio,
         ),
+        Td::text(match cell.reference {
+            Some(reference) => format!("{} ({})", cell.aa_text(), reference.client),
+            None => cell.aa_text(),
+        }),
     ]);
     HeadlineRow {
         index,
@@ -141,7 +197,12 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
         }),
         text(row.measured_text()),
         num(row.spread, kvbench_results::verdict::percent),
-        num(cell.ratio_to_fastest(row), format::ratio),
+        Td::reference_ratio(cell, row),
+        Td::text(cell.reference_verdict(row)),
+        match measured {
+            true => Td::fastest_ratio(cell, row),
+            false => Td::num(None, format::ratio),
+        },
         Td::baseline_ratio(cell, Some(row).filter(|_| measured)),
         num(cell.time_over_floor(row), format::ratio),
         num(row.cpu_ns_per_op, format::duration_ns),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use common::{fixture, write_run};
 use kvbench_report::check::{scan, well_formed};
-use kvbench_report::compare::Verdict;
+use kvbench_report::compare::{Change, Verdict};
 use kvbench_report::compare_runs;
 use serde_json::{Value, json};
 
@@ -180,4 +180,94 @@ fn runs_of_different_machines_are_compared_with_a_warning() {
     let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
     assert!(comparison.warning().is_none());
     assert!(!comparison.text().contains("WARNING"));
+}
+
+/// The index of `client`'s row in `cell` of a fixture.
+fn find(value: &Value, cell: &str, client: &str) -> usize {
+    (value["rows"].as_array().unwrap().iter())
+        .position(|r| r["cell"] == cell && r["client"] == client)
+        .unwrap()
+}
+
+#[test]
+fn the_primary_figure_is_each_rows_ratio_to_its_reference_and_aa_bounds_a_change() {
+    let a = fixture();
+    let mut b = a.clone();
+    b["run"]["id"] = json!("run-b");
+    let cell = "redis/get/3B/tcp";
+    let ratio = |median: f64, half: f64| json!({"median": median, "lower": median - half, "upper": median + half, "rounds": 11});
+    // Both runs' A/A deviation in the cell: 0.2 %.
+    let aa = json!({"median": 1.002, "lower": 1.001, "upper": 1.003, "rounds": 11});
+    let mut a = a;
+    for run in [&mut a, &mut b] {
+        for row in run["rows"].as_array_mut().unwrap() {
+            if row["cell"] == cell {
+                row["aa_ratio"] = aa.clone();
+            }
+        }
+    }
+    // buffered lost 10 % on raw-tcp; redis-rs moved 0.3 %, apart but inside 0.2 % + 0.2 %;
+    // inline did not move.
+    let (buffered, redis_rs) = (find(&a, cell, "buffered"), find(&a, cell, "redis-rs"));
+    a["rows"][buffered]["ratio_to_reference"] = ratio(0.95, 0.005);
+    b["rows"][buffered]["ratio_to_reference"] = ratio(0.855, 0.005);
+    a["rows"][redis_rs]["ratio_to_reference"] = ratio(0.70, 0.0005);
+    b["rows"][redis_rs]["ratio_to_reference"] = ratio(0.70 * 1.003, 0.0005);
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_run(dirs.0.path(), &a);
+    write_run(dirs.1.path(), &b);
+    let comparison = compare_runs(dirs.0.path(), dirs.1.path()).unwrap();
+    let row = |client: &str| {
+        (comparison.rows.iter())
+            .find(|r| r.cell == cell && r.key.client == client)
+            .unwrap()
+    };
+    assert_eq!(row("buffered").change, Change::Lost);
+    assert_eq!(
+        row("buffered").change_text(),
+        "buffered went from 0.950× (0.945–0.955×) to 0.85× (0.85–0.86×) of raw-tcp: lost"
+    );
+    match &row("redis-rs").change {
+        Change::WithinAa(why) => assert_eq!(
+            why,
+            "the change (0.3 %) is within the two runs' A/A deviations (0.2 % + 0.2 %)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&row("inline").change, Change::WithinAa(why) if why.contains("overlap")));
+    assert!(
+        matches!(&row("raw-tcp").change, Change::NotPaired(why) if why == "the cell's reference")
+    );
+    // A cell without paired rounds has no primary figure; its ops/s are still compared.
+    let apart = (comparison.rows.iter())
+        .find(|r| r.cell == "redis/get/2KiB/tcp" && r.key.client == "buffered")
+        .unwrap();
+    assert_eq!(
+        apart.change,
+        Change::NotPaired("no paired rounds in either run".into())
+    );
+    assert_eq!(apart.verdict.word(), "within noise");
+
+    let text = comparison.text();
+    let line = (text.lines())
+        .find(|l| l.starts_with(cell) && l.split_whitespace().nth(1) == Some("buffered"))
+        .unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words[2..9],
+        [
+            "raw-tcp",
+            "0.950×",
+            "(0.945–0.955×)",
+            "0.85×",
+            "(0.85–0.86×)",
+            "lost",
+            "112,603"
+        ],
+        "{line}"
+    );
+    assert!(text.contains("1 lost in B"), "{text}");
+    let html = comparison.html();
+    well_formed(&scan(&html).unwrap()).unwrap();
+    assert!(html.contains("<td>lost</td>"));
 }

@@ -403,6 +403,13 @@ fn cost_tables_carry_ratios_and_sort_keys() {
         .lines()
         .find(|l| l.starts_with("<tr><td>raw-tcp</td>"))
         .expect("raw-tcp row");
+    // No paired rounds in the 2 KiB cells of this fixture: the ratios are of rows timed apart.
+    let start = page
+        .find("Cost per operation · <code>redis/get/2KiB/tcp</code>")
+        .unwrap();
+    let apart = &page[start..start + page[start..].find("</table>").unwrap()];
+    assert!(apart.contains("<p class=\"paired\">No paired rounds in this cell"));
+    assert!(apart.contains(", timed apart)</td>"), "{apart}");
     // raw-tcp takes 0.70 of the base time (the fastest client), buffered 0.74,
     // redis-benchmark 0.95, and the loopback floor 0.50 (not a client: not "fastest").
     assert!(
@@ -415,7 +422,23 @@ fn cost_tables_carry_ratios_and_sort_keys() {
         .lines()
         .find(|l| l.starts_with("<tr><td>buffered</td>"))
         .unwrap();
-    assert!(buffered.contains(">0.95×<"), "× fastest: {buffered}");
+    // Paired in this cell: × reference and × fastest (both raw-tcp) are the median of the
+    // rounds' ratios with their interval, and the rule's word against the reference.
+    assert!(
+        buffered.contains("title=\"11 rounds; A/A 0.1 %\">0.95× (0.94–0.95×)</td><td>slower</td>"),
+        "× reference: {buffered}"
+    );
+    assert!(
+        buffered.contains("title=\"slower; paired over 11 rounds, A/A 0.1 %\">0.95× (0.94–0.95×)<"),
+        "× fastest: {buffered}"
+    );
+    assert!(raw_tcp.contains(">reference</td><td>–</td>"), "{raw_tcp}");
+    // The cell says how it was timed and its A/A ratio above the table.
+    assert!(
+        table.contains("<p class=\"paired\">Paired over 11 rounds; × raw-tcp is each row"),
+        "{table}"
+    );
+    assert!(table.contains("A/A: raw-tcp timed twice in the same rounds, 1.00"));
     // CPU 0.42 and p50 0.95 of the 8.4 µs mean.
     assert!(raw_tcp.contains(">3.53 µs<"), "CPU/op: {raw_tcp}");
     assert!(raw_tcp.contains(">7.98 µs<"), "p50: {raw_tcp}");
@@ -425,7 +448,7 @@ fn cost_tables_carry_ratios_and_sort_keys() {
     assert!(table.contains(">bytes read/op</th>"));
     // Sortable: every numeric cell carries its raw value.
     let numeric = raw_tcp.matches("class=\"num\" data-v=").count();
-    assert_eq!(numeric, 17, "{raw_tcp}");
+    assert_eq!(numeric, 18, "{raw_tcp}");
     // What the interval is, and the run-to-run spread.
     assert!(raw_tcp.contains("<td>range of 3</td>"), "{raw_tcp}");
     assert!(raw_tcp.contains(">5.1 %<"), "noise: {raw_tcp}");

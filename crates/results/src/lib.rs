@@ -21,10 +21,13 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Version of this schema, written in every file. Version 2 made every interval say what it is,
-/// added repeated runs, the user/system CPU split and the concurrency fields, and made reading
-/// strict (version 1 files had no `schema_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of this schema, written in every file. Version 3 times every contender of a cell in
+/// paired rounds: each row carries its throughput in every round, its ratio to the cell's
+/// reference contender with a paired interval, and the cell's A/A ratio ([`PairedRatio`]); the run
+/// carries the A/A summary. Version 2 made every interval say what it is, added repeated runs,
+/// the user/system CPU split and the concurrency fields, and made reading strict (version 1 files
+/// had no `schema_version`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// File name of a run's results inside its folder.
 pub const RESULTS_FILE: &str = "results.json";
@@ -81,8 +84,13 @@ pub struct Run {
     pub servers: Servers,
     /// Wall time of the run so far, seconds.
     pub duration_s: f64,
-    /// criterion's settings and the exceptions to them.
-    pub criterion_args: String,
+    /// How the cells were timed: the paired rounds' settings (block length, rounds, budgets)
+    /// and the exceptions to them.
+    pub method: String,
+    /// The A/A check over the run's cells: how far each cell's reference contender, timed twice
+    /// in the same rounds, was from itself. Null when no cell had one (a quick or test run may
+    /// leave it out).
+    pub aa: Option<AaSummary>,
     /// Filters the run was given (`CLIENTS`, `CELLS`, `REPEAT`, `REPEAT_CELLS`).
     pub filters: String,
     /// How many times the repeated cells ran (`REPEAT`), each against freshly started servers.
@@ -94,6 +102,40 @@ pub struct Run {
     pub notes: Vec<String>,
     /// Library behaviours the suite knows to be wrong, with the version they were seen in.
     pub known_defects: Vec<KnownDefect>,
+}
+
+/// The run's measured noise floor: the A/A ratios of its cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AaSummary {
+    /// Cells with an A/A ratio.
+    pub cells: u32,
+    /// Median over those cells of |A/A ratio - 1| (0.004 = 0.4 %).
+    pub median_deviation: f64,
+    /// The largest |A/A ratio - 1|.
+    pub worst_deviation: f64,
+    /// The cell with the largest deviation.
+    pub worst_cell: String,
+    /// Cells whose |A/A ratio - 1| is at most 1 %.
+    pub within_1_percent: u32,
+    /// Cells whose |A/A ratio - 1| is at most 2 %.
+    pub within_2_percent: u32,
+}
+
+/// A ratio of throughputs from paired rounds: in each round both sides ran one block, back to
+/// back against the same server, and the round gives one ratio. The median of those ratios, and
+/// its 95 % interval from a bootstrap over the rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairedRatio {
+    /// Median of the per-round ratios (above 1: faster than the other side).
+    pub median: f64,
+    /// Lower end of the 95 % bootstrap interval of that median.
+    pub lower: f64,
+    /// Upper end.
+    pub upper: f64,
+    /// Rounds it stands on.
+    pub rounds: u32,
 }
 
 /// A library's known wrong behaviour on some input, as the hostile-server tests assert it.
@@ -420,14 +462,36 @@ pub struct Row {
     pub criterion_report: Option<String>,
     /// Wall-clock seconds the run spent on the pair (connect, verify, time, cost pass; all runs).
     pub seconds: Option<f64>,
+    /// The cell's reference contender, the side of every `ratio_to_reference` in the cell (a
+    /// hand-written client, or the baseline tool where that is the question); null where the
+    /// cell had no paired rounds.
+    pub reference: Option<String>,
+    /// This row's throughput over the reference's, from the cell's paired rounds (1 for the
+    /// reference itself is left null: its noise is `aa_ratio`).
+    pub ratio_to_reference: Option<PairedRatio>,
+    /// The cell's A/A ratio: the reference contender timed twice in the same rounds (a second
+    /// connection, or a second set of callers), the first over the second. Its distance from 1
+    /// is the smallest difference this cell can resolve. The same value on every row of a cell.
+    pub aa_ratio: Option<PairedRatio>,
+    /// Throughput (ops/s, items/s in a cell of many items) in each paired round it ran in, in the
+    /// order the rounds ran; the rows of a cell share the rounds, so any two rows of it can be
+    /// paired round by round ([`verdict::paired_rows`]). With `REPEAT=K`, the rounds of every run
+    /// one after the other.
+    pub round_ops_per_sec: Vec<f64>,
+    /// The rounds `round_ops_per_sec` are of, counted from 0 over the cell's rounds, when the
+    /// row did not run in every round (a baseline tool's runs take ~100 ms, so it runs in some
+    /// rounds only); empty when it ran in every one.
+    pub round_indices: Vec<u32>,
 }
 
 /// Time per operation, ns: the headline statistic, the mean beside it, and how sure it is.
+/// From paired rounds: the median of the rounds' blocks (each block's time over its
+/// operations), its 95 % bootstrap interval over the rounds, the mean of the blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Wall {
-    /// The median: criterion's median time per iteration (over several runs, the median of the
-    /// runs' medians). A short stall on a shared machine moves the mean, not the median.
+    /// The median time per operation over the blocks (a baseline tool's: over its runs). A short
+    /// stall on a shared machine moves the mean, not the median.
     pub median: f64,
     /// The mean, for comparison with the median.
     pub mean: Option<f64>,
@@ -441,7 +505,7 @@ pub struct Wall {
 pub struct Interval {
     /// What the bounds are.
     pub kind: IntervalKind,
-    /// criterion's samples or a network floor's calls (`ci95`), or the runs or calls (`range`).
+    /// Paired rounds or a network floor's calls (`ci95`), or the runs or calls (`range`).
     pub n: u32,
     /// Lower bound.
     pub lower: f64,
@@ -453,7 +517,7 @@ pub struct Interval {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalKind {
-    /// criterion's 95 % bootstrap confidence interval of the median, from one run's samples (a
+    /// A 95 % bootstrap confidence interval of the median: over the paired rounds' blocks (a
     /// network floor's: the distribution-free interval of its calls' median, from their order
     /// statistics).
     Ci95,
@@ -628,6 +692,11 @@ impl Row {
             flags: Vec::new(),
             criterion_report: None,
             seconds: None,
+            reference: None,
+            ratio_to_reference: None,
+            aa_ratio: None,
+            round_ops_per_sec: Vec::new(),
+            round_indices: Vec::new(),
         }
     }
 
@@ -690,14 +759,14 @@ impl Row {
     }
 
     /// How many measurements the row's time stands on, for people: `1 run`, `3 runs`,
-    /// `95 % CI of 30 samples`.
+    /// `95 % CI of 30` (rounds, or a floor's calls).
     pub fn measured_text(&self) -> String {
         match self.wall_ns_per_op.and_then(|w| w.interval) {
             Some(Interval {
                 kind: IntervalKind::Ci95,
                 n,
                 ..
-            }) => format!("95 % CI, {n} samples"),
+            }) => format!("95 % CI of {n}"),
             Some(Interval {
                 kind: IntervalKind::Range,
                 n,

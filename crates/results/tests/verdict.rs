@@ -1,6 +1,9 @@
 //! The one rule for naming a faster side, on rows built by hand.
 
-use kvbench_results::verdict::{Verdict, judge, ratio_with_range, target_met};
+use kvbench_results::verdict::{
+    Basis, PRIOR_AA_DEVIATION, Verdict, aa_summary, judge, paired_ratio, ratio_with_range,
+    target_met,
+};
 use kvbench_results::*;
 
 /// A timed row: `median` ns per op, an interval of ±`half` (none when `half` is `None`), and a
@@ -39,7 +42,7 @@ fn overlapping_intervals_decide_nothing() {
     let judged = judge(&a, None, &b, None);
     assert_eq!(
         judged.verdict,
-        Verdict::Indistinguishable("the intervals overlap".into())
+        Verdict::Indistinguishable("the intervals overlap (timed apart, not paired)".into())
     );
     assert!(!judged.is_decided());
 }
@@ -127,4 +130,133 @@ fn the_noise_figure_is_the_median_spread() {
     assert_eq!(noise.rows, 3);
     assert_eq!(noise.median_spread, 1.04);
     assert_eq!(noise.max_spread, 1.10);
+}
+
+/// A row of the paired cell `redis/get/3B/tcp` whose rounds are `rounds` (ops/s), with the
+/// cell's A/A ratio `aa` (its median; a tight interval around it).
+fn paired(client: &str, rounds: &[f64], aa: Option<f64>) -> Row {
+    let mut row = row(client, 1e9 / median(rounds).unwrap(), Some(0.01), None);
+    row.round_ops_per_sec = rounds.to_vec();
+    row.aa_ratio = aa.map(|median| PairedRatio {
+        median,
+        lower: median - 0.001,
+        upper: median + 0.001,
+        rounds: rounds.len() as u32,
+    });
+    row
+}
+
+/// Rounds of a machine whose speed drifts by ±15 % from round to round (the slow periods that
+/// make unpaired timing useless here), times `factor`, with a per-round jitter of ±`jitter`.
+fn drifting(factor: f64, jitter: f64, rounds: usize) -> Vec<f64> {
+    (0..rounds)
+        .map(|i| {
+            let machine = 1.0 + 0.15 * ((i as f64) * 1.7).sin();
+            let wobble = 1.0 + jitter * ((i as f64) * 2.9 + factor).cos();
+            30_000.0 * machine * factor * wobble
+        })
+        .collect()
+}
+
+#[test]
+fn a_contender_a_thousand_times_slower_is_named_in_a_single_run() {
+    // One run, REPEAT=1, no A/A check: the unpaired rule could say nothing here.
+    let fast = paired("raw-tcp", &drifting(1.0, 0.01, 10), None);
+    let slow = paired("raw-tcp/per-token/nagle", &drifting(0.001, 0.01, 10), None);
+    let judged = judge(&fast, None, &slow, None);
+    assert_eq!(judged.verdict, Verdict::FirstFaster, "{judged:?}");
+    assert_eq!(
+        judged.basis,
+        Basis::Paired {
+            rounds: 10,
+            measured_aa: false
+        }
+    );
+    assert!((judged.ratio.unwrap() - 1000.0).abs() < 50.0);
+    assert_eq!(judged.spread, Some(1.0 + PRIOR_AA_DEVIATION));
+}
+
+#[test]
+fn three_percent_apart_with_a_half_percent_aa_and_tight_intervals_is_named() {
+    let a = paired("buffered", &drifting(1.03, 0.002, 30), Some(1.005));
+    let b = paired("raw-tcp", &drifting(1.0, 0.002, 30), Some(1.005));
+    let judged = judge(&a, None, &b, None);
+    assert_eq!(judged.verdict, Verdict::FirstFaster, "{judged:?}");
+    let (low, high) = judged.range.unwrap();
+    assert!(low > 1.0 && high < 1.06, "{low}–{high}");
+    // And the other way round.
+    assert_eq!(judge(&b, None, &a, None).verdict, Verdict::SecondFaster);
+}
+
+#[test]
+fn three_percent_apart_with_a_five_percent_aa_is_not_named() {
+    let a = paired("buffered", &drifting(1.03, 0.002, 30), Some(1.05));
+    let b = paired("raw-tcp", &drifting(1.0, 0.002, 30), Some(1.05));
+    let judged = judge(&a, None, &b, None);
+    match &judged.verdict {
+        Verdict::Indistinguishable(why) => assert!(why.contains("A/A deviation"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // The paired interval itself excludes 1: only the A/A check holds the verdict back.
+    assert!(judged.range.unwrap().0 > 1.0);
+}
+
+#[test]
+fn a_paired_interval_that_includes_one_decides_nothing() {
+    // Equal clients, each round's jitter larger than their difference.
+    let a = paired("a", &drifting(1.0, 0.03, 20), Some(1.001));
+    let b = paired("b", &drifting(1.0, 0.0, 20), Some(1.001));
+    match judge(&a, None, &b, None).verdict {
+        Verdict::Indistinguishable(why) => assert!(why.contains("includes 1"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_paired_ratio_survives_a_slow_period_that_the_unpaired_one_does_not() {
+    // B is 2 % faster than A in every round; the machine halves its speed for half the rounds.
+    let machine: Vec<f64> = (0..20).map(|i| if i < 10 { 1.0 } else { 0.5 }).collect();
+    let a: Vec<f64> = machine.iter().map(|m| 10_000.0 * m).collect();
+    let b: Vec<f64> = machine.iter().map(|m| 10_200.0 * m).collect();
+    let ratio = paired_ratio(&b, &a).unwrap();
+    assert!((ratio.median - 1.02).abs() < 1e-9);
+    assert!((ratio.lower - 1.02).abs() < 1e-9 && (ratio.upper - 1.02).abs() < 1e-9);
+    assert_eq!(ratio.rounds, 20);
+    // Rounds that do not line up are not paired.
+    assert_eq!(paired_ratio(&a[..3], &b), None);
+    assert_eq!(paired_ratio(&[0.0], &[1.0]), None);
+}
+
+#[test]
+fn rows_of_different_cells_fall_back_to_the_unpaired_rule() {
+    let a = paired("a", &drifting(2.0, 0.0, 10), None);
+    let mut b = paired("b", &drifting(1.0, 0.0, 10), None);
+    b.cell = "redis/get/3B/unix".into();
+    assert_eq!(judge(&a, None, &b, None).basis, Basis::Unpaired);
+}
+
+#[test]
+fn too_few_rounds_are_unknown() {
+    let a = paired("a", &drifting(2.0, 0.0, 2), None);
+    let b = paired("b", &drifting(1.0, 0.0, 2), None);
+    assert!(matches!(
+        judge(&a, None, &b, None).verdict,
+        Verdict::Unknown(_)
+    ));
+}
+
+#[test]
+fn the_run_aa_summary_counts_each_cell_once() {
+    let mut rows = vec![
+        paired("a", &[1.0; 5], Some(1.004)),
+        paired("b", &[1.0; 5], Some(1.004)),
+        paired("c", &[1.0; 5], Some(1.0 / 1.03)),
+    ];
+    rows[2].cell = "redis/get/3B/unix".into();
+    let summary = aa_summary(&rows).unwrap();
+    assert_eq!(summary.cells, 2);
+    assert_eq!(summary.worst_cell, "redis/get/3B/unix");
+    assert!((summary.worst_deviation - 0.03).abs() < 1e-9);
+    assert_eq!((summary.within_1_percent, summary.within_2_percent), (1, 1));
+    assert_eq!(aa_summary(&[row("x", 1.0, None, None)]), None);
 }

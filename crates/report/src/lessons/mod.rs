@@ -4,7 +4,9 @@
 //! [`catalogue`] for its format). Numbers come only from a run's results.json: a row is found by
 //! client and cell id (backend, op, value size or depth, transport, callers), and a row the run
 //! does not have is shown as "not measured in this run" (a failed or unsupported row as its status
-//! and reason), never filled in. Ratios are computed from the numbers shown.
+//! and reason), never filled in. A ratio between two rows of one cell is their paired ratio
+//! (the median of the per-round ratios, with its interval); any other is computed from the
+//! numbers shown.
 //!
 //! One renderer: each lesson's template is filled in (minijinja) to Markdown, which goes as it is
 //! into `reports/<id>/lessons.md` and the generated blocks of `docs/lessons.md`
@@ -33,7 +35,8 @@ use std::path::{Path, PathBuf};
 
 use crate::format::{self, html as esc};
 use crate::model::{self, BASELINE_CLIENT, Cell};
-use crate::results::{Backend, Kind, Op, RESULTS_FILE, Results, Row, Transport};
+use crate::paired;
+use crate::results::{Backend, Kind, Op, PairedRatio, RESULTS_FILE, Results, Row, Transport};
 use crate::{Error, Section};
 use catalogue::{CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Which};
 use kvbench_results::verdict;
@@ -287,7 +290,10 @@ impl Runs<'_> {
     fn table(&self, picks: &[Pick]) -> String {
         let two_runs = picks.iter().any(|p| p.run == Which::Split);
         let found: Vec<Lookup> = picks.iter().map(|p| self.lookup(p)).collect();
-        let first = found.iter().find_map(Lookup::ops);
+        let first = (picks.iter().zip(&found))
+            .find_map(|(pick, lookup)| Some((pick.run, lookup.row()?, lookup.ops()?)));
+        // Cells whose rows this table quotes paired ratios of, with their A/A figures.
+        let mut paired_cells: Vec<&Row> = Vec::new();
         let (run_head, run_align) = if two_runs {
             ("run (placement) | ", "---|")
         } else {
@@ -315,7 +321,20 @@ impl Runs<'_> {
                     });
                 let _ = write!(out, "{} | ", format::markdown(&run));
             }
-            let ratio = lookup.ops().zip(first).map(|(ops, first)| ops / first);
+            let ratio = match (lookup.row(), lookup.ops(), first) {
+                (Some(row), Some(ops), Some((run, first_row, first_ops))) => {
+                    match paired_with(pick.run, row, run, first_row) {
+                        Some(paired) if !std::ptr::eq(row, first_row) => {
+                            if !paired_cells.iter().any(|r| r.cell == row.cell) {
+                                paired_cells.push(row);
+                            }
+                            paired::paired_text(&paired)
+                        }
+                        _ => ratio_text(ops / first_ops),
+                    }
+                }
+                _ => "–".to_string(),
+            };
             let model = match lookup.row().filter(|_| many) {
                 Some(row) => format!(
                     "{} ({}) | {} | ",
@@ -332,11 +351,22 @@ impl Runs<'_> {
                 md_code(&pick.client),
                 md_code(lookup.row().map_or(&pick.cell, |row| &row.cell)),
                 lookup.ops_cell(Some(&mut notes)),
-                format::opt(ratio, ratio_text),
+                ratio,
                 cost_cells(lookup.row(), true)
             );
         }
         out.push('\n');
+        if !paired_cells.is_empty() {
+            let cells: Vec<String> = (paired_cells.iter())
+                .map(|row| format!("{} ({})", md_code(&row.cell), paired::aa_text(row)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "A ratio with an interval is paired: the median of the per-round ratios to the \
+                 first row over the rounds of its cell, with its 95 % bootstrap interval; {}.\n",
+                cells.join(", ")
+            );
+        }
         for (index, note) in notes.iter().enumerate() {
             let _ = writeln!(out, "Note {}: {note}\n", index + 1);
         }
@@ -373,27 +403,40 @@ impl Runs<'_> {
             let run = self.get(pick.run)?;
             Some(run.results.noise()?.median_spread)
         };
-        let judged = verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0));
-        let ratio = ratio_text(fast.2 / slow.2);
+        // Rows of two runs share a cell name but not their rounds: never paired.
+        let judged = match fast.0.run == slow.0.run {
+            true => verdict::judge(fast.1, noise(fast.0), slow.1, noise(slow.0)),
+            false => verdict::judge_unpaired(fast.1, noise(fast.0), slow.1, noise(slow.0)),
+        };
+        let quoted = format::markdown(&paired::interval_text(&judged));
+        let basis = format::markdown(&paired::basis_text(&judged, fast.1));
         let (fast, slow) = (describe(fast), describe(slow));
         let undecided = |what: &str, why: &str| {
-            let why = format::markdown(&format!("{why}; measured ratio {ratio}"));
-            format!("In this run, no faster side can be named: {fast} and {slow} {what} ({why}).")
+            let why = format::markdown(why);
+            format!(
+                "In this run, no faster side can be named: {fast} and {slow} {what} ({why}; ratio \
+                 {quoted}, {basis})."
+            )
         };
         match &judged.verdict {
             verdict::Verdict::Indistinguishable(why) => undecided("are indistinguishable", why),
             // A row measured once has no interval: the rule cannot judge it either way.
             verdict::Verdict::Unknown(why) => undecided("cannot be judged", why),
             _ => format!(
-                "In this run, the fastest is {fast}, the slowest {slow}: {ratio} the throughput{}.",
-                judged.range.map_or(String::new(), |(low, high)| format!(
-                    " (range {}–{})",
-                    ratio_text(low),
-                    ratio_text(high)
-                ))
+                "In this run, the fastest is {fast}, the slowest {slow}: {quoted} the throughput \
+                 ({basis})."
             ),
         }
     }
+}
+
+/// The paired ratio of `row` (of run `run`) over `other` (of run `other_run`), when both were
+/// timed in the same rounds: one run, one cell.
+fn paired_with(run: Which, row: &Row, other_run: Which, other: &Row) -> Option<PairedRatio> {
+    if run != other_run || !verdict::are_paired(row, other) {
+        return None;
+    }
+    verdict::paired_rows(row, other)
 }
 
 /// One lesson's body in Markdown (without its heading): its template with the run's tables and
@@ -588,9 +631,10 @@ pub fn headline_markdown(runs: &Runs) -> String {
         "Redis over TCP, in {}: one caller on one connection for GET and the pipeline; {callers} \
          callers in flight in the last column, served the way each client serves many callers (a \
          thread and connection each, one multiplexed connection, or a pool: see each row's model \
-         in the report).\n\n| client | GET 3 B, ops/s | × redis-benchmark | pipelined SET, depth \
-         {}, ops/s | × redis-benchmark | GET 3 B, {callers} callers, ops/s | × redis-benchmark \
-         |\n|---|--:|--:|--:|--:|--:|--:|\n",
+         in the report).\n\n| client | GET 3 B, ops/s | × fastest hand-written | × \
+         redis-benchmark | pipelined SET, depth {}, ops/s | × fastest hand-written | × \
+         redis-benchmark | GET 3 B, {callers} callers, ops/s | × fastest hand-written | × \
+         redis-benchmark |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
         runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
@@ -622,34 +666,64 @@ pub fn headline_markdown(runs: &Runs) -> String {
         let _ = write!(out, "| {label} |");
         for cell in &columns {
             let (value, row) = role.show(cell);
-            let ratio = match (row.filter(|r| r.ops().is_some()), cell.baseline) {
-                (Some(row), Some(base)) if std::ptr::eq(row, base) => "1.00×".to_string(),
-                (Some(row), Some(_)) => match cell.against_baseline(row) {
-                    Some(verdict::Judgement {
-                        ratio: Some(ratio),
-                        range,
-                        ..
-                    }) => verdict::ratio_with_range(ratio, range)
-                        .replace("no range: measured once", "1 run"),
-                    _ => "–".to_string(),
-                },
+            let measured = row.filter(|r| r.ops().is_some());
+            let to_fastest = role.to_fastest(cell, measured);
+            let to_baseline = match (measured, cell.baseline) {
+                (Some(row), Some(base)) if std::ptr::eq(row, base) => paired::ratio(1.0),
+                (Some(row), Some(_)) => (cell.against_baseline(row))
+                    .map_or("–".to_string(), |judged| paired::quote(&judged)),
                 _ => "–".to_string(),
             };
-            let _ = write!(out, " {value} | {ratio} |");
+            let _ = write!(
+                out,
+                " {value} | {} | {} |",
+                format::markdown(&to_fastest),
+                format::markdown(&to_baseline)
+            );
         }
         out.push('\n');
     }
+    let _ = write!(out, "| A/A: the cell's reference against itself |");
+    for cell in &columns {
+        let _ = write!(out, " {} | – | – |", aa_cell(cell));
+    }
     let _ = write!(
         out,
-        "\nRatios are quoted with their range (from each side's interval: criterion's confidence \
-         interval, or the range of its runs). Run-to-run noise: {}.\n\nGet your own numbers: \
-         `make bench` (this run took {}), then `make lessons RUN=<run-id>`. What each difference \
-         comes from, with these numbers and the code that causes it: \
-         [docs/lessons.md](docs/lessons.md).\n",
-        model::noise_text(results),
+        "\n\nEach cell timed its contenders in short alternating blocks, every round visiting each \
+         once in a fresh random order: a ratio of two rows of one cell is the median of the \
+         per-round ratios, with its 95 % bootstrap interval over the rounds. \"× fastest \
+         hand-written\" is over the fastest hand-written client of the same column; a ratio \
+         marked \"timed apart\" compares rows that did not share rounds (its range from both \
+         rows' intervals). A client is named fastest only when the paired interval excludes 1 and \
+         the difference exceeds the cell's A/A deviation (the last row). A/A check over the run: \
+         {}. Run-to-run noise, for rows timed apart: {}.\n\nGet your own numbers: `make bench` \
+         (this run took {}), then `make lessons RUN=<run-id>`. What each difference comes from, \
+         with these numbers and the code that causes it: [docs/lessons.md](docs/lessons.md).\n",
+        format::markdown(&paired::aa_summary_text(results)),
+        format::markdown(&model::noise_text(results)),
         format::run_duration(results.run.duration_s)
     );
     out
+}
+
+/// A headline cell's A/A figure: `0.4 %: \`raw-tcp\` against itself, 1.00× (1.00–1.01×)`, the
+/// prior where the cell had no A/A check, or that it had no paired rounds.
+fn aa_cell(cell: &Cell) -> String {
+    let Some(reference) = cell.reference else {
+        return match cell.rows.is_empty() {
+            true => "not measured in this run".to_string(),
+            false => "no paired rounds".to_string(),
+        };
+    };
+    match reference.aa_ratio {
+        Some(aa) => format!(
+            "{}: {} against itself, {}",
+            paired::percent(verdict::aa_deviation(&aa)),
+            md_code(&reference.client),
+            format::markdown(&paired::paired_text(&aa))
+        ),
+        None => format::markdown(&paired::aa_text(reference)),
+    }
 }
 
 /// A row of the headline table.
@@ -689,6 +763,33 @@ impl Role<'_> {
             (Role::Floor, Some(row)) => format!("{} {ops}", md_code(&row.client)),
         };
         (value, row)
+    }
+
+    /// The "× fastest hand-written" cell of the role's `row` in `cell` (plain text): its ratio to
+    /// the fastest hand-written client, paired where both ran in the cell's rounds. The fastest's
+    /// own cell gives the ratios of the clients named with it, which the rule could not separate
+    /// from it.
+    fn to_fastest(self, cell: &Cell, row: Option<&Row>) -> String {
+        let (Some(row), Some(best)) = (row, cell.best(Some(Kind::HandWritten))) else {
+            return "–".to_string();
+        };
+        if !std::ptr::eq(row, best) {
+            return paired::quote(&cell.judge(row, best));
+        }
+        let others: Vec<String> = (cell.leaders(Some(Kind::HandWritten)).iter())
+            .filter(|leader| !std::ptr::eq(**leader, best))
+            .map(|leader| {
+                format!(
+                    "{} {}",
+                    leader.client,
+                    paired::quote(&cell.judge(leader, best))
+                )
+            })
+            .collect();
+        match others.is_empty() {
+            true => paired::ratio(1.0),
+            false => format!("1.00×; {}", others.join("; ")),
+        }
     }
 }
 

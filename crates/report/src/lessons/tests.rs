@@ -257,8 +257,24 @@ fn every_number_printed_comes_from_the_fixture() {
     for x in &all_ops {
         for y in &all_ops {
             allow(&ratio_text(x / y));
+            allow(&paired::ratio(x / y));
         }
     }
+    // Ratios of rows timed apart are quoted with the range of their intervals.
+    let intervals: Vec<(f64, (f64, f64))> = (a.rows.iter().chain(&split.rows))
+        .filter_map(|row| Some((row.ops()?, row.ops_interval()?)))
+        .collect();
+    for (x, (x_low, x_high)) in &intervals {
+        for (y, (y_low, y_high)) in &intervals {
+            allow(&paired::with_interval(
+                x / y,
+                (x_low / y_high, x_high / y_low),
+            ));
+        }
+    }
+    // The rule's constants: the 95 % interval and the prior A/A deviation.
+    allow("95");
+    allow(&paired::percent(verdict::PRIOR_AA_DEVIATION));
     allow("p99");
     for pick in LESSONS.iter().flat_map(|l| l.tables.iter().flatten()) {
         allow(&pick.cell);

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::Path;
 
+use kvbench_report::results::verdict;
 use serde_json::{Value, json};
 
 /// A client name that must never reach the page as markup.
@@ -204,8 +205,9 @@ pub fn fixture() -> Value {
     for callers in CALLERS {
         rows.extend(plain.iter().map(|row| with_callers(row, *callers)));
     }
+    pair_rounds(&mut rows);
     json!({
-        "schema_version": 2,
+        "schema_version": 3,
         "run": {
             "id": "2026-11-30T09-00-00Z-fixture",
             "started_at": "2026-11-30T09:00:00Z",
@@ -222,7 +224,8 @@ pub fn fixture() -> Value {
                 "memcached": {"version": "1.6.18", "config": "memcached -m 256 -I 2m", "external": false}
             },
             "duration_s": 1061.5,
-            "criterion_args": "warm_up=500ms measurement=1.5s sample_size=30",
+            "method": "paired rounds: 11 rounds of 10 ms blocks, contenders in a fresh random order each round",
+            "aa": null,
             "filters": "CLIENTS= CELLS=",
             "repeat": 3,
             "order_seed": 7,
@@ -279,6 +282,11 @@ fn row(
         "flags": [],
         "criterion_report": format!("criterion/{}/report/index.html", criterion_folder(cell)),
         "seconds": 2.5,
+        "reference": null,
+        "ratio_to_reference": null,
+        "aa_ratio": null,
+        "round_ops_per_sec": [],
+        "round_indices": [],
     });
     let unsupported = |why: &str| json!({"status": "unsupported", "error": why});
     let failed = |why: &str| json!({"status": "failed", "error": why});
@@ -382,6 +390,90 @@ fn row(
         row["criterion_report"] = json!("../../etc/passwd");
     }
     row
+}
+
+/// The machine's speed in each paired round: slow periods of up to 20 %, median 1.
+pub const MACHINE: [f64; 11] = [1.0, 0.84, 1.12, 0.9, 1.05, 0.8, 1.16, 0.95, 1.0, 1.09, 0.88];
+
+/// A timed row's throughput in each round: its ops/s, times the machine's speed, times a jitter
+/// of a few tenths of a percent of its own.
+pub fn rounds(ops: f64, seed: f64) -> Vec<f64> {
+    (MACHINE.iter().enumerate())
+        .map(|(i, machine)| ops * machine * (1.0 + 0.004 * (i as f64 * 2.1 + seed).sin()))
+        .collect()
+}
+
+/// The cells [`pair_rounds`] gives paired rounds: GET and SET of 3 B over TCP (with many
+/// callers too), GET 3 B over Redis's Unix socket, and Redis INCR over TCP (no A/A check there).
+/// The others stay without, as cells the bench timed apart; a paired interval is a bootstrap,
+/// slow enough in a debug build that pairing every cell of this fixture would slow every test
+/// that renders it.
+pub const PAIRED_CELLS: &[&str] = &[
+    "redis/get/3B/tcp",
+    "redis/get/3B/tcp/c16",
+    "redis/get/3B/tcp/c256",
+    "redis/set/3B/tcp",
+    "redis/get/3B/unix",
+    "redis/incr/counter/tcp",
+    "memcached/get/3B/tcp",
+];
+
+/// Gives the [`PAIRED_CELLS`] paired rounds: a round series per timed client (floors excepted),
+/// the first timed hand-written client as the reference, each row's paired ratio to it, and the
+/// cell's A/A ratio (none in the INCR cells: the prior stands in).
+pub fn pair_rounds(rows: &mut [Value]) {
+    let mut cells: Vec<String> = rows
+        .iter()
+        .map(|r| r["cell"].as_str().unwrap().into())
+        .collect();
+    cells.dedup();
+    cells.sort();
+    cells.dedup();
+    for cell in cells {
+        let members: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i]["cell"] == cell)
+            .collect();
+        if !PAIRED_CELLS.contains(&cell.as_str()) {
+            continue;
+        }
+        let timed = |row: &Value| {
+            row["status"] == "ok"
+                && row["ops_per_sec"].is_number()
+                && row["client"] != "loopback-floor"
+        };
+        let Some(&reference) = members
+            .iter()
+            .find(|&&i| rows[i]["kind"] == "hand-written" && timed(&rows[i]))
+        else {
+            continue;
+        };
+        let series = |row: &Value| {
+            let seed = row["client"].as_str().unwrap().len() as f64;
+            rounds(row["ops_per_sec"].as_f64().unwrap(), seed)
+        };
+        let reference_rounds = series(&rows[reference]);
+        let twice: Vec<f64> = (reference_rounds.iter().enumerate())
+            .map(|(i, ops)| ops * (1.0 + 0.003 * (i as f64 * 1.3).cos()))
+            .collect();
+        let aa = match rows[reference]["op"] == "incr" {
+            true => Value::Null,
+            false => json!(verdict::paired_ratio(&twice, &reference_rounds).unwrap()),
+        };
+        let name = rows[reference]["client"].clone();
+        for &i in &members {
+            rows[i]["reference"] = name.clone();
+            rows[i]["aa_ratio"] = aa.clone();
+            if !timed(&rows[i]) {
+                continue;
+            }
+            let own = series(&rows[i]);
+            if i != reference {
+                let ratio = verdict::paired_ratio(&own, &reference_rounds).unwrap();
+                rows[i]["ratio_to_reference"] = json!(ratio);
+            }
+            rows[i]["round_ops_per_sec"] = json!(own);
+        }
+    }
 }
 
 /// Writes `value` as `<dir>/results.json`, and criterion reports for the Redis cells only (the

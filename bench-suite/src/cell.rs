@@ -1,0 +1,835 @@
+//! One visit of a cell, as one straight line: a fresh server, the cell's keys prepared, every
+//! contender connected and verified against it, then all of them timed together in paired
+//! rounds, then each one's cost pass, then one row per contender.
+//!
+//! **Paired rounds.** A round runs one block of every contender, in a fresh random order, back
+//! to back against the same server; a block is a fixed number of calls sized to the plan's block
+//! length (10-80 ms). A slow period of the machine (seconds long on a small VM) then falls on
+//! every contender of a round alike, and each round gives one ratio of each contender's
+//! throughput to the reference's. The reference is timed twice (its A/A twin: a second
+//! connection, or a second set of callers), and its ratio to itself is the cell's noise floor.
+//! Rows carry every round's throughput, so any two rows of the cell can be paired
+//! ([`kvbench_results::verdict`]).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use criterion::Criterion;
+use kvbench_conformance::Reference;
+use kvbench_core::{Backend, ClientSpec, Endpoint, Options};
+use kvbench_results::Kind;
+use kvbench_results::verdict::{self, paired_ratio};
+use kvbench_servers::Servers;
+
+use crate::baselines::{LoopbackFloor, Tool};
+use crate::callers::{self, Callers};
+use crate::contender::{Block, Cpu, Live, Runner};
+use crate::costs;
+use crate::drivers::{Args, Driver, Workload};
+use crate::matrix::{Cell, Settings};
+use crate::network_floor::Pinger;
+use crate::plan::{Decision, Items, Measure, Source, Visit};
+use crate::results::{self, Row, RowExt, Status};
+use crate::verify::{self, Rejection};
+use crate::wire::{StatsError, WireMeter};
+
+/// Connection settings for the bench: the default 5 s connect timeout, but 60 s for reads and
+/// writes, because fred times a whole pipeline as one command and a million commands through
+/// it take several seconds on a loaded 2-CPU machine.
+pub fn bench_options() -> Options {
+    Options {
+        read_timeout: Duration::from_secs(60),
+        write_timeout: Duration::from_secs(60),
+        ..Options::default()
+    }
+}
+
+/// How long a reading of a server's byte counters may take ([`crate::wire`]).
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a visit needs from the run.
+pub struct Context<'a> {
+    /// The run's settings.
+    pub settings: &'a Settings,
+    /// The servers (restarted for each visit).
+    pub servers: &'a mut Servers,
+    /// The run's folder (the floor's socket, memaslap's configuration).
+    pub dir: &'a Path,
+    /// Syscall counters could be opened at start-up.
+    pub count_syscalls: bool,
+    /// This program, to measure memory per caller in a fresh process of itself.
+    pub memory_probe: Option<&'a Path>,
+    /// The run's notes (a server found dead).
+    pub notes: &'a mut Vec<String>,
+    /// Where each contender's block times go for criterion's own statistics and report.
+    pub criterion: &'a mut Criterion,
+}
+
+/// A visit's rows, and its A/A twin's throughput in each round (to pool with later visits).
+pub struct Outcome {
+    /// One row per contender, in the plan's order.
+    pub rows: Vec<Row>,
+    /// Rounds the visit ran (each row's `round_indices` count from 0 within them).
+    pub rounds: u32,
+    /// The A/A twin's throughput per round, when the visit had one.
+    pub twin_rounds: Option<Vec<f64>>,
+}
+
+/// A measured contender in a visit: its row so far, and what the rounds gave it.
+struct Entry<'w> {
+    row: Row,
+    /// The client, for a client's entry (its A/A twin and memory probe connect it again).
+    spec: Option<ClientSpec>,
+    live: Live<'w>,
+    measure: Measure,
+    blocks: Vec<Block>,
+    /// The round of each block, from 0.
+    rounds_run: Vec<u32>,
+    /// Seconds spent on it (connect, verify, calibrate, blocks, cost pass).
+    seconds: f64,
+}
+
+/// Runs one visit of a cell.
+pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
+    let cell = visit.cell;
+    let mut rows: Vec<Option<Row>> = vec![None; visit.contenders.len()];
+    for (slot, contender) in rows.iter_mut().zip(&visit.contenders) {
+        if let Decision::Unsupported(why) = &contender.decision {
+            *slot = Some(new_row(&cell, contender).fail(Status::Unsupported, why));
+        }
+    }
+    if visit.measured().next().is_none() {
+        return Ok(Outcome {
+            rows: rows.into_iter().flatten().collect(),
+            rounds: 0,
+            twin_rounds: None,
+        });
+    }
+    fresh_server(ctx, &cell)?;
+    // A fresh cluster is a new one, on new ports.
+    let endpoint = (ctx.servers.endpoint(cell.backend, cell.transport)).with_context(|| {
+        format!(
+            "the fresh {} server has no {}",
+            cell.backend, cell.transport
+        )
+    })?;
+    let w = Workload::new(cell, |key| ctx.servers.key(cell.backend, key));
+    let args = w.args();
+    let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
+    verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
+
+    // Connected and verified, every one, before anything is timed.
+    let mut entries: Vec<(usize, Entry)> = Vec::new();
+    for (i, contender) in visit.contenders.iter().enumerate() {
+        let Decision::Measure(measure) = contender.decision else {
+            continue;
+        };
+        let started = Instant::now();
+        let row = new_row(&cell, contender);
+        let source = contender.source;
+        let server = (&endpoint, &mut reference);
+        match connect(ctx, &w, &args, server, source, measure, visit.rounds.block) {
+            Ok((live, row_model)) => {
+                let mut row = row;
+                if let Some((model, connections)) = row_model {
+                    row.model = model;
+                    row.connections = connections;
+                }
+                entries.push((
+                    i,
+                    Entry {
+                        row,
+                        spec: match source {
+                            Source::Client(spec) => Some(spec),
+                            _ => None,
+                        },
+                        live,
+                        measure,
+                        blocks: Vec::new(),
+                        rounds_run: Vec::new(),
+                        seconds: started.elapsed().as_secs_f64(),
+                    },
+                ));
+            }
+            Err(Refusal::Unsupported(why)) => rows[i] = Some(row.fail(Status::Unsupported, why)),
+            Err(Refusal::Failed(why)) => {
+                let why = pair_error(ctx.servers, &cell, &why);
+                rows[i] = Some(row.fail(Status::Failed, why));
+            }
+        }
+    }
+    let reference_at = (visit.reference_candidates.iter())
+        .find_map(|name| entries.iter().position(|(_, e)| e.live.name == *name));
+    let mut twin = match reference_at {
+        Some(at) if visit.aa => connect_twin(&w, &args, &endpoint, &entries[at].1),
+        _ => None,
+    };
+
+    for (_, entry) in entries.iter_mut() {
+        let started = Instant::now();
+        if let Err(err) = entry.live.calibrate(&w, visit.rounds.block) {
+            let why = pair_error(ctx.servers, &cell, &format!("warming up: {err:#}"));
+            entry.row = entry.row.clone().fail(Status::Failed, why);
+        }
+        entry.seconds += started.elapsed().as_secs_f64();
+    }
+    if let Some(twin) = twin.as_mut() {
+        twin.calls_per_block = entries[reference_at.unwrap_or(0)].1.live.calls_per_block;
+    }
+
+    let (rounds_run, twin_blocks) = rounds(ctx, visit, &w, &mut entries, twin.as_mut());
+
+    // Rows from the rounds: each contender's own time per operation, then its ratio to the
+    // reference, paired round by round.
+    for (_, entry) in entries.iter_mut().filter(|(_, e)| e.row.is_ok()) {
+        entry.row = with_rounds(entry.row.clone(), entry, visit, rounds_run);
+    }
+    let reference_row = reference_at
+        .map(|at| entries[at].1.row.clone())
+        .filter(|row| row.is_ok());
+    let twin_rates = twin_blocks.as_deref().map(rates);
+    let aa = match (&reference_row, &twin_rates) {
+        (Some(reference), Some(twin)) => paired_ratio(&reference.round_ops_per_sec, twin),
+        _ => None,
+    };
+    for (i, (_, entry)) in entries.iter_mut().enumerate() {
+        let Some(reference) = reference_row.as_ref().filter(|_| entry.row.is_ok()) else {
+            continue;
+        };
+        entry.row.reference = Some(reference.client.clone());
+        entry.row.aa_ratio = aa;
+        if Some(i) != reference_at {
+            entry.row.ratio_to_reference = verdict::paired_rows(&entry.row, reference);
+        }
+    }
+    feed_criterion(ctx, visit, &entries);
+
+    // The cost passes, one contender at a time, after every block is done.
+    for (_, entry) in entries.iter_mut() {
+        let started = Instant::now();
+        if entry.row.is_ok() && entry.measure.cost_calls > 0 {
+            let row = cost_pass(ctx, &cell, &w, entry);
+            entry.row = row;
+        }
+        entry.seconds += started.elapsed().as_secs_f64();
+    }
+
+    // On someone else's server, leave nothing behind: the cell's keys go; verification already
+    // removed its own keys.
+    if ctx.servers.is_external(cell.backend) {
+        reference
+            .delete_many(&w.server_keys())
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
+    }
+    if let Some(twin) = twin {
+        twin.finish();
+    }
+    for (i, entry) in entries {
+        let mut row = entry.row;
+        row.seconds = Some(entry.seconds);
+        rows[i] = Some(row);
+        entry.live.finish();
+    }
+    Ok(Outcome {
+        rows: rows.into_iter().flatten().collect(),
+        rounds: rounds_run,
+        twin_rounds: twin_rates,
+    })
+}
+
+/// The rounds: each a block of every contender still running, in a fresh random order (the A/A
+/// twin among them), until the plan's minimum is done, its budget is spent and every baseline
+/// tool has run its minimum, or the maximum is reached. A baseline tool's run takes ~100 ms (a
+/// block of a client one caller's ~2 ms), so a tool runs in a round only once the budget over the
+/// policy's `tool_runs` has passed since its last run. Returns the rounds run and the twin's
+/// blocks, if it ran every round.
+fn rounds(
+    ctx: &mut Context<'_>,
+    visit: &Visit,
+    w: &Workload,
+    entries: &mut [(usize, Entry)],
+    mut twin: Option<&mut Live>,
+) -> (u32, Option<Vec<Block>>) {
+    let cell = &visit.cell;
+    let id = cell.id();
+    let policy = ctx.settings.mode.policy();
+    let cell_seed = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut rng =
+        fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
+    let sparse_interval = visit.rounds.budget / policy.tool_runs.max(1);
+    let sparse: Vec<bool> = entries.iter().map(|(_, e)| is_sparse(e, visit)).collect();
+    let mut last_run: Vec<Option<Instant>> = vec![None; entries.len()];
+    let mut twin_blocks = Some(Vec::new());
+    let started = Instant::now();
+    // The budget is the dense contenders': a sparse one's runs (memaslap's are two seconds) come
+    // on top, so that the others still get the rounds the budget buys.
+    let mut sparse_time = Duration::ZERO;
+    // Index `entries.len()` is the twin.
+    let mut order: Vec<usize> = (0..=entries.len()).collect();
+    let mut done = 0;
+    for round in 0..visit.rounds.max {
+        rng.shuffle(&mut order);
+        for &at in &order {
+            if at == entries.len() {
+                if let (Some(twin), Some(blocks)) = (twin.as_deref_mut(), twin_blocks.as_mut()) {
+                    match twin.block(w) {
+                        Ok(block) => blocks.push(block),
+                        Err(err) => {
+                            eprintln!("  {id}: the A/A twin failed: {err:#}");
+                            twin_blocks = None;
+                        }
+                    }
+                }
+                continue;
+            }
+            let entry = &mut entries[at].1;
+            // A sparse contender runs once its interval has passed, and, once it has its runs,
+            // not in the rounds past the budget that the others need for their minimum.
+            let waits = last_run[at].is_some_and(|last| last.elapsed() < sparse_interval);
+            let has_enough = entry.blocks.len() as u32 >= policy.min_tool_runs
+                && started.elapsed() - sparse_time >= visit.rounds.budget;
+            if !entry.row.is_ok() || (sparse[at] && (waits || has_enough)) {
+                continue;
+            }
+            let block_started = Instant::now();
+            last_run[at] = Some(block_started);
+            match entry.live.block(w) {
+                Ok(block) => {
+                    entry.blocks.push(block);
+                    entry.rounds_run.push(round);
+                }
+                Err(err) => {
+                    let why = pair_error(ctx.servers, cell, &format!("during timing: {err:#}"));
+                    entry.row = entry.row.clone().fail(Status::Failed, why);
+                }
+            }
+            entry.seconds += block_started.elapsed().as_secs_f64();
+            if sparse[at] {
+                sparse_time += block_started.elapsed();
+            }
+        }
+        done = round + 1;
+        let tools_done = (entries.iter().zip(&sparse))
+            .filter(|((_, e), sparse)| **sparse && e.row.is_ok())
+            .all(|((_, e), _)| e.blocks.len() as u32 >= policy.min_tool_runs);
+        let spent = started.elapsed() - sparse_time;
+        if done >= visit.rounds.min && spent >= visit.rounds.budget && tools_done {
+            break;
+        }
+    }
+    (done, twin.and(twin_blocks))
+}
+
+/// Whether a contender runs in some rounds only: a baseline tool (a run of its own takes ~100 ms,
+/// memaslap's two seconds), or a client whose one call is ten blocks long (a client slow by
+/// design, ~40 ms a round trip). Running them every round would stretch every round, and put
+/// the others' blocks far apart in time. A deep pipeline's contenders all make long calls, and
+/// all run every round.
+fn is_sparse(entry: &Entry, visit: &Visit) -> bool {
+    let deep = visit.cell.op.is_pipeline_set() && visit.cell.pipeline >= crate::plan::DEEP_PIPELINE;
+    match entry.live.runner {
+        Runner::Tool { .. } => true,
+        _ if deep => false,
+        _ => entry.live.block_time > visit.rounds.block * 10,
+    }
+}
+
+/// Each block's throughput, in round order.
+fn rates(blocks: &[Block]) -> Vec<f64> {
+    blocks.iter().map(Block::rate).collect()
+}
+
+/// The row with its time per operation from the blocks: the median over the rounds, its 95 %
+/// bootstrap interval, the mean, every round's throughput (and which rounds, for a contender
+/// that did not run in each of the visit's `rounds`), and how it was timed.
+fn with_rounds(row: Row, entry: &Entry, visit: &Visit, rounds: u32) -> Row {
+    let Some(wall) = results::wall_of_rounds(&rates(&entry.blocks)) else {
+        return row.fail(Status::Failed, "during timing: no block was timed");
+    };
+    let live = &entry.live;
+    let how = match &live.runner {
+        Runner::Tool { tool, .. } => tool.describe(),
+        _ => format!(
+            "blocks of {} call(s) of {} operation(s), ~{:?} each",
+            live.calls_per_block, live.ops_per_call, visit.rounds.block
+        ),
+    };
+    let timing = format!(
+        "paired: {} of {rounds} rounds, each a block of every contender in a fresh random order \
+         against the same server; median of the blocks, 95 % bootstrap CI over the rounds; {how}",
+        entry.blocks.len()
+    );
+    let mut row = row.with_wall(wall, &timing);
+    row.round_ops_per_sec = rates(&entry.blocks);
+    with_rounds_cpu(&mut row, &entry.blocks);
+    if entry.rounds_run.len() as u32 != rounds {
+        row.round_indices = entry.rounds_run.clone();
+    }
+    if let Runner::Tool { latency, .. } = &live.runner {
+        row.latency_ns = latency.filter(|_| visit.cell.is_request_response());
+    }
+    row
+}
+
+/// The row's CPU time per operation from the same blocks as its throughput: every thread's CPU
+/// time over all of them, and `getrusage`'s user/system split of it (tick-sampled, so summed over
+/// every block). A baseline tool's blocks are another process's: none.
+fn with_rounds_cpu(row: &mut Row, blocks: &[Block]) {
+    let ops: f64 = blocks.iter().map(|b| b.ops).sum();
+    let Some(cpu) = blocks
+        .iter()
+        .map(|b| b.cpu)
+        .try_fold(Cpu::default(), |sum, cpu| {
+            let cpu = cpu?;
+            Some(Cpu {
+                total: sum.total + cpu.total,
+                user: sum.user + cpu.user,
+                system: sum.system + cpu.system,
+            })
+        })
+        .filter(|_| ops > 0.0)
+    else {
+        return;
+    };
+    let per_op = |d: Duration| Some(d.as_nanos() as f64 / ops);
+    row.cpu_ns_per_op = per_op(cpu.total);
+    row.user_ns_per_op = per_op(cpu.user);
+    row.sys_ns_per_op = per_op(cpu.system);
+}
+
+/// Why a contender could not be connected.
+enum Refusal {
+    /// The client refused the cell's input before sending (listed unsupported).
+    Unsupported(String),
+    /// It failed, or answered wrongly.
+    Failed(String),
+}
+
+/// The row's concurrency model and counted connections, when a client set them.
+type Model = Option<(kvbench_results::ConcurrencyModel, u32)>;
+
+/// Connects a contender to the visit's server and verifies a client's work once.
+fn connect<'w>(
+    ctx: &mut Context<'_>,
+    w: &Workload,
+    args: &Args<'w>,
+    (endpoint, reference): (&Endpoint, &mut Reference),
+    source: Source,
+    measure: Measure,
+    block: Duration,
+) -> std::result::Result<(Live<'w>, Model), Refusal> {
+    let cell = &w.cell;
+    let failed =
+        |what: &str, err: &dyn std::fmt::Display| Refusal::Failed(format!("{what}: {err}"));
+    match source {
+        Source::Client(spec) => {
+            let sockets_before = callers::open_sockets();
+            let mut driver = Driver::connect(&spec, endpoint, &bench_options())
+                .map_err(|err| failed("connect", &err))?;
+            let verified_in = match verify::verify(driver.client(), reference, &spec, w) {
+                Ok(took) => took,
+                Err(Rejection::Refused(reason)) => {
+                    return Err(Refusal::Unsupported(format!(
+                        "refused before sending: {reason}"
+                    )));
+                }
+                Err(Rejection::Failed(err)) => {
+                    eprintln!("  {}: verification failed: {err}", spec.name);
+                    return Err(Refusal::Failed(format!("verification: {err}")));
+                }
+            };
+            #[cfg(feature = "fault-injection")]
+            maybe_stop_server(ctx, cell, spec.name);
+            if cell.concurrency > 1 {
+                drop(driver);
+                return connect_callers(&spec, endpoint, w)
+                    .map(|(live, model)| (live, Some(model)));
+            }
+            // Counted after verification, so a pool that connects lazily has connected.
+            let connections = callers::open_sockets().saturating_sub(sockets_before) as u32;
+            let model = (callers::model_of(spec.concurrency), connections);
+            let args = client_args(args, measure, &mut driver, w, block);
+            // Items per call: the cell's, or the first ones the plan gives it (a cluster's GET
+            // has keys to take turns with, but reads one of them a call).
+            let ops = match measure.items {
+                Items::Cell => cell.pipeline,
+                Items::First(_) | Items::FitBlock => args.items.len(),
+            } as u64;
+            let runner = Runner::One {
+                driver,
+                args,
+                floor: None,
+            };
+            let mut live = Live::new(spec.name, runner, ops);
+            // Verification made the blocks' very call: a long one needs no other to size them.
+            if measure.items == Items::Cell && cell.op.is_pipeline_set() {
+                live.one_call = Some(verified_in);
+            }
+            Ok((live, Some(model)))
+        }
+        Source::LoopbackFloor(spec) => {
+            let spec =
+                spec.ok_or_else(|| Refusal::Failed("no client declares the floor".into()))?;
+            let cpu = ctx.settings.placement.server_cpu;
+            let floor = LoopbackFloor::start(w, cell.transport, cpu, ctx.dir)
+                .map_err(|err| failed("starting the floor server", &format!("{err:#}")))?;
+            let driver = Driver::connect(&spec, &floor.endpoint, &bench_options())
+                .map_err(|err| failed("connect", &err))?;
+            let runner = Runner::One {
+                driver,
+                args: Args::default(),
+                floor: Some(floor),
+            };
+            Ok((Live::new(crate::baselines::LOOPBACK_FLOOR, runner, 1), None))
+        }
+        Source::NetworkFloor => {
+            let mut pinger = Pinger::connect(cell.backend, endpoint, &Options::default())
+                .map_err(|err| failed("network floor", &err))?;
+            pinger
+                .warm_up(100)
+                .map_err(|err| failed("network floor", &err))?;
+            let name = crate::network_floor::NETWORK_FLOOR;
+            Ok((Live::new(name, Runner::Pinger(pinger), 1), None))
+        }
+        Source::RedisBenchmark => {
+            let cpu = ctx.settings.placement.client_cpu;
+            let tool = Tool::redis_benchmark(w, endpoint, cpu, &mut |key, value| {
+                match value {
+                    Some(value) => reference.set(key, value),
+                    None => reference.delete_many(&[key.to_vec()]),
+                }
+                .map_err(anyhow::Error::msg)
+            })
+            .map_err(|err| failed("redis-benchmark", &format!("{err:#}")))?;
+            let runner = Runner::Tool {
+                tool,
+                latency: None,
+            };
+            Ok((
+                Live::new(crate::baselines::REDIS_BENCHMARK, runner, 1),
+                tool_model(cell),
+            ))
+        }
+        Source::Memaslap => {
+            let cpu = ctx.settings.placement.client_cpu;
+            let tool = Tool::memaslap(cell, endpoint, cpu, ctx.dir)
+                .map_err(|err| failed("memaslap", &format!("{err:#}")))?;
+            let runner = Runner::Tool {
+                tool,
+                latency: None,
+            };
+            Ok((
+                Live::new(crate::baselines::MEMASLAP, runner, 1),
+                tool_model(cell),
+            ))
+        }
+    }
+}
+
+/// A baseline tool's model: one connection per caller, driven by one event loop.
+fn tool_model(cell: &Cell) -> Model {
+    let model = match cell.concurrency {
+        1 => kvbench_results::ConcurrencyModel::Threads,
+        _ => kvbench_results::ConcurrencyModel::EventLoop,
+    };
+    Some((model, cell.concurrency as u32))
+}
+
+/// One call's arguments for a client: the cell's, or its first items ([`Items`]). A client that
+/// fits its items to a block is timed on the first 100 items to learn its speed per item.
+fn client_args<'w>(
+    args: &Args<'w>,
+    measure: Measure,
+    driver: &mut Driver,
+    w: &Workload,
+    block: Duration,
+) -> Args<'w> {
+    match measure.items {
+        Items::Cell => args.first(usize::MAX),
+        Items::First(n) => args.first(n),
+        Items::FitBlock => {
+            let probe = args.first(100);
+            let started = Instant::now();
+            let per_item = match driver.run_n(w, &probe, 1, &mut |_| {}) {
+                Ok(()) => started.elapsed().as_secs_f64() / 100.0,
+                // The rounds meet the same error and report it.
+                Err(_) => 1e-3,
+            };
+            let fit = (block.as_secs_f64() / per_item.max(1e-9)) as usize;
+            let items = (fit / 100 * 100).clamp(100, w.cell.pipeline);
+            args.first(items)
+        }
+    }
+}
+
+/// The cell's callers of `spec`, connected as its spec's concurrency model says.
+fn connect_callers<'w>(
+    spec: &ClientSpec,
+    endpoint: &Endpoint,
+    w: &Workload,
+) -> std::result::Result<(Live<'w>, (kvbench_results::ConcurrencyModel, u32)), Refusal> {
+    let cell = &w.cell;
+    let callers =
+        Callers::connect(spec, endpoint, &bench_options(), cell.concurrency, w).map_err(|err| {
+            Refusal::Failed(format!("connecting {} callers: {err}", cell.concurrency))
+        })?;
+    let model = (callers.model, callers.connections as u32);
+    let ops = cell.concurrency as u64;
+    Ok((Live::new(spec.name, Runner::Many(callers), ops), model))
+}
+
+/// The reference's A/A twin: the same client on a second connection (or a second set of
+/// callers), with the same arguments, not verified again (the same code just was).
+fn connect_twin<'w>(
+    w: &Workload,
+    args: &Args<'w>,
+    endpoint: &Endpoint,
+    reference: &Entry<'w>,
+) -> Option<Live<'w>> {
+    let spec = reference.spec?;
+    let outcome = if w.cell.concurrency > 1 {
+        connect_callers(&spec, endpoint, w).map(|(live, _)| live)
+    } else {
+        match Driver::connect(&spec, endpoint, &bench_options()) {
+            Ok(driver) => {
+                let args = match &reference.live.runner {
+                    Runner::One { args: theirs, .. } => {
+                        args.first(theirs.items.len().max(theirs.keys.len()).max(1))
+                    }
+                    _ => args.first(usize::MAX),
+                };
+                let ops = reference.live.ops_per_call;
+                let runner = Runner::One {
+                    driver,
+                    args,
+                    floor: None,
+                };
+                Ok(Live::new(spec.name, runner, ops))
+            }
+            Err(err) => Err(Refusal::Failed(err.to_string())),
+        }
+    };
+    match outcome {
+        Ok(live) => Some(live),
+        Err(Refusal::Failed(why) | Refusal::Unsupported(why)) => {
+            eprintln!("  {}: no A/A twin: {why}", w.cell);
+            None
+        }
+    }
+}
+
+/// The row of a contender in `cell`, nothing measured yet.
+fn new_row(cell: &Cell, contender: &crate::plan::Contender) -> Row {
+    results::new_row(cell, contender.name, contender.kind)
+}
+
+/// A pair's error, with the likely cause when the server is gone.
+fn pair_error(servers: &Servers, cell: &Cell, what: &str) -> String {
+    if servers.is_alive(cell.backend) {
+        what.to_string()
+    } else {
+        format!("{what} (the {} server is no longer running)", cell.backend)
+    }
+}
+
+/// The test-only fault (`KVBENCH_FAULT_STOP_SERVER`): stops the cell's server after `client`'s
+/// verification, so its timing and every later pair of the cell meet a dead server.
+#[cfg(feature = "fault-injection")]
+fn maybe_stop_server(ctx: &mut Context<'_>, cell: &Cell, client: &str) {
+    let wanted = ctx.settings.stop_server_at.as_ref();
+    if wanted.is_some_and(|(c, name)| *c == cell.id() && name == client) {
+        eprintln!(
+            "  fault: stopping the {} server during {cell}",
+            cell.backend
+        );
+        if let Err(err) = ctx.servers.stop(cell.backend) {
+            eprintln!("  fault: could not stop the server: {err}");
+        }
+    }
+}
+
+/// Starts the cell's private server afresh, so no state of an earlier cell (memory, expiring
+/// keys, a connection still closing) is left for this one: a dead one is noted, a live one just
+/// restarted. An external server is checked for an answer instead.
+fn fresh_server(ctx: &mut Context<'_>, cell: &Cell) -> Result<()> {
+    let backend = cell.backend;
+    if ctx.servers.is_external(backend) {
+        if ctx.servers.is_alive(backend) {
+            return Ok(());
+        }
+        anyhow::bail!("the external {backend} server does not answer");
+    }
+    if !ctx.servers.is_alive(backend) {
+        let note = format!("the private {backend} server had died; restarted before {cell}");
+        eprintln!("  {note}");
+        ctx.notes.push(note);
+    }
+    ctx.servers
+        .restart(backend)
+        .with_context(|| format!("restarting the private {backend} server"))
+}
+
+/// Starts reading the cell's server's byte counters around a cost pass ([`crate::wire`]), unless
+/// the row is a baseline's (the loopback floor talks to a server of its own) or the server is
+/// external (its counters include every other client's traffic): their bytes stay null.
+fn wire_meter(servers: &Servers, cell: &Cell, kind: Kind) -> Option<Result<WireMeter, StatsError>> {
+    if kind == Kind::Baseline || servers.is_external(cell.backend) {
+        return None;
+    }
+    let endpoints = match servers.cluster() {
+        // Every node's traffic: a cluster client talks to all of them.
+        Some(cluster) if cell.backend == Backend::RedisCluster => (cluster.nodes().iter())
+            .map(|node| node.endpoint())
+            .collect(),
+        _ => vec![servers.endpoint(cell.backend, cell.transport)?],
+    };
+    Some(WireMeter::start(cell.backend, &endpoints, STATS_TIMEOUT))
+}
+
+/// The cost pass of a timed contender (clients and floors): about the mode's seconds of calls at
+/// the speed its blocks ran, at most the plan's calls; at least ten calls in a request/response
+/// cell, for percentiles; a client slow by design gets the mode's few. A clean half times them
+/// one by one (CPU time, percentiles); a counting half (a tenth as many, as many with many
+/// callers) counts system calls and allocations. The server's byte counters around both give
+/// the bytes on the wire.
+fn cost_pass(ctx: &Context<'_>, cell: &Cell, w: &Workload, entry: &mut Entry) -> Row {
+    let policy = ctx.settings.mode.policy();
+    let row = entry.row.clone();
+    let per_call = entry
+        .blocks
+        .iter()
+        .map(|b| b.seconds / entry.live.calls_per_block as f64)
+        .fold(f64::MAX, f64::min);
+    let fits = (policy.cost_pass_seconds / per_call.max(1e-9)).ceil() as u64;
+    let at_least = if cell.is_request_response() { 10 } else { 1 };
+    let mut calls = entry.measure.cost_calls.min(fits.max(at_least));
+    if entry.measure.slow {
+        calls = calls.min(policy.slow_client_calls);
+    }
+    let many = cell.concurrency > 1;
+    let count_calls = if many { calls } else { calls.div_ceil(10) };
+    // The clean half is for the latency percentiles of single operations; the CPU time comes
+    // from the rounds' blocks. A cell of many items per call has no percentiles: counting only.
+    let calls = if cell.is_request_response() { calls } else { 0 };
+    let meter = wire_meter(ctx.servers, cell, row.kind);
+    let ops_per_call = entry.live.ops_per_call;
+    let count_syscalls = ctx.count_syscalls;
+    let outcome = match &mut entry.live.runner {
+        Runner::One { driver, args, .. } => costs::measure(
+            count_syscalls,
+            (calls, count_calls),
+            ops_per_call,
+            cell.is_request_response(),
+            |n, each| driver.run_n(w, args, n, each),
+        ),
+        Runner::Many(callers) => costs::measure(
+            count_syscalls,
+            (calls, count_calls),
+            ops_per_call,
+            true,
+            |n, each| {
+                let round = callers.round(w, n, true)?;
+                round
+                    .latencies
+                    .iter()
+                    .for_each(|&ns| each(Duration::from_nanos(ns)));
+                Ok(())
+            },
+        ),
+        Runner::Pinger(pinger) => {
+            costs::measure(count_syscalls, (calls, count_calls), 1, true, |n, each| {
+                pinger.timed(n, each)
+            })
+        }
+        Runner::Tool { .. } => return row,
+    };
+    let ops = (calls + count_calls) * ops_per_call;
+    let outcome = with_wire_bytes(meter, outcome, ops);
+    let rounds_cpu = (row.cpu_ns_per_op, row.user_ns_per_op, row.sys_ns_per_op);
+    let mut row = match outcome {
+        Ok(costs) => {
+            let mut row = row.with_costs(&costs);
+            (row.cpu_ns_per_op, row.user_ns_per_op, row.sys_ns_per_op) = rounds_cpu;
+            row
+        }
+        Err(err) => {
+            let why = pair_error(ctx.servers, cell, &format!("cost pass: {err}"));
+            return row.fail(Status::Failed, why);
+        }
+    };
+    if many
+        && let Some(program) = ctx.memory_probe
+        && let Some(spec) = entry.spec
+    {
+        let endpoint = ctx.servers.endpoint(cell.backend, cell.transport);
+        match endpoint.map(|e| callers::memory_per_caller(program, &spec, &e, w)) {
+            Some(Ok(bytes)) => row.memory_per_caller_bytes = Some(bytes),
+            Some(Err(err)) => row
+                .flags
+                .push(format!("memory per caller not measured: {err}")),
+            None => {}
+        }
+    }
+    row
+}
+
+/// The cost pass's `outcome` with the bytes per operation of its `ops` operations (both halves)
+/// from `meter`; a reading that failed leaves them null, and the row's flags say why.
+fn with_wire_bytes(
+    meter: Option<Result<WireMeter, StatsError>>,
+    outcome: kvbench_core::Result<costs::Costs>,
+    ops: u64,
+) -> kvbench_core::Result<costs::Costs> {
+    let Some(meter) = meter else {
+        return outcome;
+    };
+    let mut costs = outcome?;
+    match meter.and_then(WireMeter::finish) {
+        Ok(traffic) => {
+            let (read, written) = traffic.per_op(ops);
+            costs.bytes_read_per_op = Some(read);
+            costs.bytes_written_per_op = Some(written);
+        }
+        Err(err) => costs.wire_error = Some(err.to_string()),
+    }
+    Ok(costs)
+}
+
+/// Gives criterion each contender's block times, so that its statistics and report (one group
+/// per cell, one function per contender, side by side) describe the paired blocks. criterion
+/// times nothing itself: each sample it asks for is that many operations at the next block's
+/// time per operation.
+fn feed_criterion(ctx: &mut Context<'_>, visit: &Visit, entries: &[(usize, Entry)]) {
+    let group_name = match visit.repeat {
+        1 => visit.cell.id(),
+        repeat => format!("{} (run {repeat})", visit.cell.id()),
+    };
+    let mut group = ctx.criterion.benchmark_group(group_name);
+    // Throughput before any function is registered, or it applies to none. Cells of many items
+    // count items, whatever their size, so that the ways of doing the same work compare per item.
+    group.throughput(match visit.cell.pipeline {
+        1 if visit.cell.value_size >= 1024 => {
+            criterion::Throughput::Bytes(visit.cell.value_size as u64)
+        }
+        _ => criterion::Throughput::Elements(1),
+    });
+    for (_, entry) in entries
+        .iter()
+        .filter(|(_, e)| e.row.is_ok() && !e.blocks.is_empty())
+    {
+        let per_op: Vec<f64> = entry.blocks.iter().map(|b| 1e9 / b.rate()).collect();
+        let mut next = 0usize;
+        group.bench_function(entry.live.name, |b| {
+            b.iter_custom(|iters| {
+                let ns = per_op[next % per_op.len()];
+                next += 1;
+                Duration::from_secs_f64(ns * iters as f64 / 1e9)
+            })
+        });
+    }
+    group.finish();
+}

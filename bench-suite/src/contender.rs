@@ -1,0 +1,213 @@
+//! A contender, connected: a client with one caller or with the cell's callers, a floor, or a
+//! baseline tool. Whatever it is, it answers the same two questions: run one block of calls
+//! ([`Live::block`]), and how long one call takes ([`Live::calibrate`], which sizes its blocks).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::baselines::{LoopbackFloor, Tool};
+use crate::callers::Callers;
+use crate::costs;
+use crate::drivers::{Args, Driver, Workload};
+use crate::network_floor::Pinger;
+use crate::results::Latency;
+
+/// One block's outcome: operations done (items, in a cell of many items), the seconds they
+/// took, and the bench process's CPU time meanwhile (none for a baseline tool, which is another
+/// process).
+#[derive(Debug, Clone, Copy)]
+pub struct Block {
+    /// Operations (items) done.
+    pub ops: f64,
+    /// Seconds they took.
+    pub seconds: f64,
+    /// The process's CPU time during the block: every thread (`CLOCK_PROCESS_CPUTIME_ID`), and
+    /// `getrusage`'s user and system split of it (tick-sampled: right over many blocks only).
+    pub cpu: Option<Cpu>,
+}
+
+/// CPU time of the bench process over a stretch of work.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cpu {
+    /// Every thread's CPU time.
+    pub total: Duration,
+    /// The user-space part, as `getrusage` samples it.
+    pub user: Duration,
+    /// The kernel part, as `getrusage` samples it.
+    pub system: Duration,
+}
+
+impl Cpu {
+    fn now() -> Cpu {
+        let (user, system) = costs::user_and_system_time();
+        Cpu {
+            total: costs::process_cpu_time(),
+            user,
+            system,
+        }
+    }
+
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            total: self.total.saturating_sub(before.total),
+            user: self.user.saturating_sub(before.user),
+            system: self.system.saturating_sub(before.system),
+        }
+    }
+}
+
+impl Block {
+    /// Operations per second.
+    pub fn rate(&self) -> f64 {
+        self.ops / self.seconds.max(1e-12)
+    }
+}
+
+/// What runs a contender's calls.
+pub enum Runner<'w> {
+    /// One caller: a client (or the floor's client against the floor's server), each call one
+    /// operation of `args`.
+    One {
+        /// The connected client.
+        driver: Driver,
+        /// One call's arguments (the first items only, where the plan says so).
+        args: Args<'w>,
+        /// The floor's server, when this is the loopback floor: joined when done.
+        floor: Option<LoopbackFloor>,
+    },
+    /// The cell's callers, each call one operation of every caller.
+    Many(Callers),
+    /// A remote server's network floor: one round trip of its smallest command per call.
+    Pinger(Pinger),
+    /// redis-benchmark or memaslap: one short run of its own per block.
+    Tool {
+        /// The tool.
+        tool: Tool,
+        /// Its latency percentiles from the last run, where it reports them.
+        latency: Option<Latency>,
+    },
+}
+
+/// A connected contender of a visit, and how big its blocks are.
+pub struct Live<'w> {
+    /// The row's name.
+    pub name: &'static str,
+    /// What runs it.
+    pub runner: Runner<'w>,
+    /// Calls per block ([`Live::calibrate`]).
+    pub calls_per_block: u64,
+    /// Operations one call does: its items, times the callers.
+    pub ops_per_call: u64,
+    /// How long a block took when calibrated.
+    pub block_time: Duration,
+    /// How long one call took in verification, where it was the same call the blocks make.
+    pub one_call: Option<Duration>,
+}
+
+impl<'w> Live<'w> {
+    /// A contender with blocks of one call until calibrated.
+    pub fn new(name: &'static str, runner: Runner<'w>, ops_per_call: u64) -> Live<'w> {
+        Live {
+            name,
+            runner,
+            calls_per_block: 1,
+            ops_per_call,
+            block_time: Duration::ZERO,
+            one_call: None,
+        }
+    }
+
+    /// Warms the contender up for about `block` and sizes its blocks to `block`: the calls that
+    /// fit at the speed just seen, at least one. A tool sizes its own runs. A call already seen
+    /// to take a block or more ([`Live::one_call`], from verification: a deep pipeline, seconds
+    /// through some libraries) makes a block of one call without another.
+    pub fn calibrate(&mut self, w: &Workload, block: Duration) -> Result<()> {
+        if let Runner::Tool { tool, .. } = &mut self.runner {
+            let started = Instant::now();
+            tool.calibrate(block.as_secs_f64().max(0.1))?;
+            self.block_time = started.elapsed();
+            return Ok(());
+        }
+        if let Some(took) = self.one_call.filter(|took| *took >= block) {
+            self.calls_per_block = 1;
+            self.block_time = took;
+            return Ok(());
+        }
+        // Calls double until a batch takes a block's length: the first ones warm the
+        // connection, the server's key and the caches.
+        let mut calls = 1u64;
+        let mut warmed = Duration::ZERO;
+        let per_call = loop {
+            let started = Instant::now();
+            self.calls(w, calls)?;
+            let took = started.elapsed();
+            warmed += took;
+            if took >= block || warmed >= block * 4 || calls >= 1 << 20 {
+                break took / calls as u32;
+            }
+            calls *= 2;
+        };
+        self.calls_per_block = (block.as_secs_f64() / per_call.as_secs_f64().max(1e-9)) as u64;
+        self.calls_per_block = self.calls_per_block.max(1);
+        self.block_time = per_call * self.calls_per_block as u32;
+        Ok(())
+    }
+
+    /// One block: [`Live::calls_per_block`] calls, timed as a whole (a tool's run, at its own
+    /// reported rate).
+    pub fn block(&mut self, w: &Workload) -> Result<Block> {
+        if let Runner::Tool { tool, latency } = &mut self.runner {
+            let run = tool.run()?;
+            *latency = run.latency.or(*latency);
+            return Ok(Block {
+                ops: run.ops,
+                seconds: run.seconds,
+                cpu: None,
+            });
+        }
+        let calls = self.calls_per_block;
+        let before = Cpu::now();
+        let seconds = self.calls(w, calls)?.as_secs_f64();
+        Ok(Block {
+            ops: (calls * self.ops_per_call) as f64,
+            seconds,
+            cpu: Some(Cpu::now().since(before)),
+        })
+    }
+
+    /// `n` calls back to back; their wall time (for many callers, from the first caller's start
+    /// to the last one's end, their threads' start not counted).
+    fn calls(&mut self, w: &Workload, n: u64) -> Result<Duration> {
+        match &mut self.runner {
+            Runner::One { driver, args, .. } => {
+                let started = Instant::now();
+                driver.run_n(w, args, n, &mut |_| {})?;
+                Ok(started.elapsed())
+            }
+            Runner::Many(callers) => Ok(callers.round(w, n, false)?.elapsed),
+            Runner::Pinger(pinger) => {
+                let started = Instant::now();
+                pinger.timed(n, &mut |_| {})?;
+                Ok(started.elapsed())
+            }
+            Runner::Tool { tool, .. } => {
+                let run = tool.run().context("a baseline tool's run")?;
+                Ok(Duration::from_secs_f64(run.seconds))
+            }
+        }
+    }
+
+    /// Ends the contender: closes its connections, and waits for the floor's server thread.
+    pub fn finish(self) {
+        if let Runner::One {
+            driver,
+            floor: Some(floor),
+            ..
+        } = self.runner
+        {
+            drop(driver);
+            floor.join();
+        }
+    }
+}

@@ -1,0 +1,746 @@
+//! The whole run, decided before anything is measured: visits of cells (a cell once per
+//! repetition), the contenders of each, and for each contender either the reason it is not run
+//! or how it is measured. Printable (`make bench-plan`), and unit-tested without a server.
+//!
+//! Every contender of a visit is measured the same way ([`crate::cell`]): connected and verified
+//! against the visit's fresh server, then timed in paired rounds, one block per contender per
+//! round in a fresh random order, then costed. What differs between contenders is decided here:
+//! how many items one call carries, how many cost-pass calls it gets, and whether it is run.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use kvbench_core::{Backend, ClientSpec, Concurrency, Kind as ClientKind, Transport};
+use kvbench_results::Kind;
+
+use crate::baselines;
+use crate::drivers;
+use crate::matrix::{Cell, Mode, Settings};
+use crate::network_floor;
+
+/// Pipelines at least this deep, through a client without pipelining, carry only as many items
+/// per call as fit in one block: every item is a round trip at any depth, so the rate per item
+/// does not depend on how many ran.
+pub const DEEP_PIPELINE: usize = 100_000;
+
+/// Where a contender's measurements come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// A client: one caller, or the cell's callers in its concurrency model.
+    Client(ClientSpec),
+    /// The loopback floor: this client (the one whose spec declares it) against a server that
+    /// answers a canned reply; `None` when no client declares it (then it is not run).
+    LoopbackFloor(Option<ClientSpec>),
+    /// A remote server's own round trip, over a raw connection.
+    NetworkFloor,
+    /// redis-benchmark, in short runs of its own.
+    RedisBenchmark,
+    /// memaslap, in short runs of its own.
+    Memaslap,
+}
+
+/// How a measured contender is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measure {
+    /// Items per call: the cell's, or fewer for a client without pipelining in a deep pipeline
+    /// ([`Items`]).
+    pub items: Items,
+    /// Calls of the cost pass's clean half, at most (cut to the mode's seconds at the speed the
+    /// blocks ran); 0 for the baseline tools, which have none.
+    pub cost_calls: u64,
+    /// A client slow by design: its cost pass gets the mode's few calls.
+    pub slow: bool,
+}
+
+/// Items one call of a contender carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Items {
+    /// The cell's count (1 for single operations).
+    Cell,
+    /// The first items of the cell's pipeline, as many as take one block (whole hundreds, at
+    /// least a hundred), found when the contender is calibrated.
+    FitBlock,
+    /// The first `n` items (a test run: the timed path on the first items only, the whole depth
+    /// having run in verification).
+    First(usize),
+}
+
+/// What becomes of a contender in a visit.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    /// Not run, with the reason (listed, not left out: a reader sees who lacks what).
+    Unsupported(String),
+    /// Run and measured.
+    Measure(Measure),
+}
+
+/// One contender of a visit.
+#[derive(Debug, Clone)]
+pub struct Contender {
+    /// The row's client name.
+    pub name: &'static str,
+    /// Who wrote it.
+    pub kind: Kind,
+    /// What it runs.
+    pub source: Source,
+    /// Run or not, and how.
+    pub decision: Decision,
+}
+
+/// How the paired rounds of a visit run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rounds {
+    /// Length a block aims at: each contender's calls per block are sized to it (a call longer
+    /// than this is a block of one call).
+    pub block: Duration,
+    /// Rounds always run (unless a contender fails).
+    pub min: u32,
+    /// Rounds at most.
+    pub max: u32,
+    /// Rounds go on past `min` while the rounds so far took less than this.
+    pub budget: Duration,
+}
+
+/// One visit of a cell: its contenders, its reference and its rounds.
+#[derive(Debug, Clone)]
+pub struct Visit {
+    /// The repetition (1 to `REPEAT`).
+    pub repeat: u32,
+    /// The cell.
+    pub cell: Cell,
+    /// Every contender, run or not.
+    pub contenders: Vec<Contender>,
+    /// The contenders that may be the reference, best first: the first that connects and
+    /// verifies is the one every ratio of the visit is against.
+    pub reference_candidates: Vec<&'static str>,
+    /// Whether the reference is timed a second time in the same rounds (the A/A check).
+    pub aa: bool,
+    /// The rounds.
+    pub rounds: Rounds,
+}
+
+/// What the run will do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Full, quick or test.
+    pub mode: Mode,
+    /// Every visit, in order.
+    pub visits: Vec<Visit>,
+}
+
+/// What the plan needs to know of the servers, so that it can be made without them.
+#[derive(Debug, Clone, Default)]
+pub struct Servers {
+    /// Backends given by URL (someone else's server: the baseline tools write unprefixed keys).
+    pub external: Vec<Backend>,
+    /// Backends on another host: a network floor instead of the loopback floor.
+    pub remote: Vec<Backend>,
+    /// (backend, transport) pairs with no endpoint (an external server's other transport).
+    pub unreachable: Vec<(Backend, Transport)>,
+}
+
+/// The rounds of a visit of `cell` in `mode`: [`crate::matrix::Policy`]'s, with its longer
+/// blocks for many callers and its fewer rounds for a deep pipeline (a block is one call there).
+fn rounds(mode: Mode, cell: &Cell) -> Rounds {
+    let policy = mode.policy();
+    let deep = cell.op.is_pipeline_set() && cell.pipeline >= DEEP_PIPELINE;
+    Rounds {
+        block: match cell.concurrency {
+            1 => policy.block,
+            _ => policy.block_many,
+        },
+        min: if deep {
+            policy.min_rounds_deep
+        } else {
+            policy.min_rounds
+        },
+        max: policy.max_rounds,
+        budget: if deep {
+            policy.round_budget_deep
+        } else {
+            policy.round_budget
+        },
+    }
+}
+
+/// Calls in the cost pass's clean half, at most: enough operations for stable per-op numbers.
+pub fn cost_calls(cell: &Cell, mode: Mode) -> u64 {
+    let calls: u64 = match cell.op {
+        op if op.is_pipeline_set() && cell.pipeline >= DEEP_PIPELINE => 1,
+        op if op.is_pipeline_set() => 100,
+        // A hundred items a call (get_many, hash, transactions).
+        _ if cell.pipeline > 1 => 500,
+        _ if cell.value_size >= 1 << 20 => 200,
+        _ if cell.value_size >= 100 << 10 => 1_000,
+        _ => 5_000,
+    };
+    let calls = calls.div_ceil(mode.policy().cost_pass_divisor);
+    match cell.concurrency {
+        // Shared out among the callers, at least 20 each (percentiles).
+        1 => calls,
+        callers => (calls / callers as u64).max(20),
+    }
+}
+
+impl Plan {
+    /// The most sockets any visit holds open at once ([`Visit::sockets`]).
+    pub fn max_sockets(&self) -> usize {
+        self.visits.iter().map(Visit::sockets).max().unwrap_or(0)
+    }
+
+    /// The plan of a run with `settings`, over the selected ones of `clients` (every client the
+    /// run knows: the loopback floor's client is found among them even when not selected).
+    pub fn new(settings: &Settings, clients: &[ClientSpec], servers: &Servers) -> Plan {
+        let selected: Vec<ClientSpec> = (clients.iter())
+            .filter(|spec| settings.wants_client(spec.name))
+            .copied()
+            .collect();
+        let visits = (settings.visits().into_iter())
+            .map(|(repeat, cell)| visit(settings.mode, repeat, cell, &selected, clients, servers))
+            .collect();
+        Plan {
+            mode: settings.mode,
+            visits,
+        }
+    }
+
+    /// Roughly how long the run takes: each visit's server restart and connections, its rounds'
+    /// budget (or the minimum rounds of slow blocks), the baseline tools' runs and the cost
+    /// passes. An estimate for planning, not a promise.
+    pub fn estimate(&self) -> Duration {
+        self.visits.iter().map(|v| v.estimate(self.mode)).sum()
+    }
+
+    /// The plan in words: one line per visit, one per contender.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let measured: usize = (self.visits.iter())
+            .map(|v| v.measured().count() + usize::from(v.aa))
+            .sum();
+        let _ = writeln!(
+            out,
+            "{} visits, {measured} contender measurements (A/A twins included), mode {}, about \
+             {} min, at most {} connections to a server at once",
+            self.visits.len(),
+            self.mode.as_str(),
+            (self.estimate().as_secs_f64() / 60.0).ceil(),
+            self.max_sockets()
+        );
+        for (i, v) in self.visits.iter().enumerate() {
+            let r = &v.rounds;
+            let _ = writeln!(
+                out,
+                "[{}/{}] {}{}: rounds {}-{} within {:?}, blocks of ~{:?}; reference {}{}; ~{:.0} s",
+                i + 1,
+                self.visits.len(),
+                v.cell,
+                if v.repeat > 1 {
+                    format!(" (run {})", v.repeat)
+                } else {
+                    String::new()
+                },
+                r.min,
+                r.max,
+                r.budget,
+                r.block,
+                v.reference_candidates.first().copied().unwrap_or("none"),
+                if v.aa { ", A/A twin" } else { "" },
+                v.estimate(self.mode).as_secs_f64()
+            );
+            for c in &v.contenders {
+                let what = match &c.decision {
+                    Decision::Unsupported(why) => format!("unsupported: {why}"),
+                    Decision::Measure(m) => {
+                        let items = match m.items {
+                            Items::Cell => format!("{} item(s) a call", v.cell.pipeline),
+                            Items::FitBlock => "the first items that fit a block".to_string(),
+                            Items::First(n) => format!("the first {n} items"),
+                        };
+                        match m.cost_calls {
+                            0 => format!("{items}; its own runs, no cost pass"),
+                            calls => format!("{items}; cost pass up to {calls} calls"),
+                        }
+                    }
+                };
+                let _ = writeln!(out, "    {:<28} {what}", c.name);
+            }
+        }
+        out
+    }
+}
+
+impl Visit {
+    /// The sockets the visit's contenders hold open at once on the bench's side (and the
+    /// server's): every contender is connected before the rounds, a thread per caller one each,
+    /// a multiplexed client one, a pool its connections, a baseline tool one per caller while it
+    /// runs, and the A/A twin as many as the reference.
+    pub fn sockets(&self) -> usize {
+        let callers = self.cell.concurrency;
+        let of = |c: &Contender| match c.source {
+            Source::Client(spec) => spec.concurrency.connections(callers),
+            Source::RedisBenchmark | Source::Memaslap => callers,
+            Source::LoopbackFloor(_) | Source::NetworkFloor => 1,
+        };
+        let twin = (self.aa)
+            .then(|| self.reference_candidates.first())
+            .flatten()
+            .and_then(|name| self.contenders.iter().find(|c| c.name == *name))
+            .map_or(0, of);
+        self.measured().map(of).sum::<usize>() + twin
+    }
+
+    /// The contenders that are measured.
+    pub fn measured(&self) -> impl Iterator<Item = &Contender> {
+        (self.contenders.iter()).filter(|c| matches!(c.decision, Decision::Measure(_)))
+    }
+
+    fn estimate(&self, mode: Mode) -> Duration {
+        let contenders = self.measured().count() as f64 + f64::from(u8::from(self.aa));
+        let policy = mode.policy();
+        // Restarting the server, preparing the keys, connecting and verifying.
+        let mut seconds = 0.5 + 0.05 * contenders;
+        if self.cell.op.is_pipeline_set() && self.cell.pipeline >= DEEP_PIPELINE {
+            // Verification writes the whole pipeline once per contender, and a block is one
+            // call of about a second (a few, through a library that times it as one command).
+            let call = self.cell.pipeline as f64 / 500_000.0;
+            seconds += contenders * call * f64::from(self.rounds.min + 1);
+        } else {
+            seconds += self
+                .rounds
+                .budget
+                .as_secs_f64()
+                .max(contenders * self.rounds.block.as_secs_f64() * f64::from(self.rounds.min));
+        }
+        for c in self.measured() {
+            match c.source {
+                Source::RedisBenchmark => seconds += 0.15 * f64::from(self.rounds.min),
+                Source::Memaslap => seconds += 2.0 * f64::from(self.rounds.min),
+                _ => seconds += policy.cost_pass_seconds * 1.1,
+            }
+            if self.cell.concurrency > 1 && matches!(c.source, Source::Client(_)) {
+                // The memory probe: a fresh process connects the callers.
+                seconds += 0.5;
+            }
+        }
+        Duration::from_secs_f64(seconds)
+    }
+}
+
+/// One visit of `cell`: every selected client that speaks its backend and transport, then the
+/// floors and baseline tools that fit it.
+fn visit(
+    mode: Mode,
+    repeat: u32,
+    cell: Cell,
+    selected: &[ClientSpec],
+    clients: &[ClientSpec],
+    servers: &Servers,
+) -> Visit {
+    let unreachable = servers
+        .unreachable
+        .contains(&(cell.backend, cell.transport));
+    let mut contenders: Vec<Contender> = (selected.iter())
+        .filter(|spec| drivers::serves(spec, &cell))
+        .map(|spec| Contender {
+            name: spec.name,
+            kind: crate::results::kind(spec.kind),
+            source: Source::Client(*spec),
+            decision: match client_refusal(spec, &cell) {
+                _ if unreachable => Decision::Unsupported(format!(
+                    "the {} server given by URL is not reachable over {}",
+                    cell.backend, cell.transport
+                )),
+                Some(reason) => Decision::Unsupported(reason),
+                None => Decision::Measure(Measure {
+                    items: items(spec, &cell, mode),
+                    cost_calls: cost_calls(&cell, mode),
+                    slow: spec.slow_round_trip.is_some(),
+                }),
+            },
+        })
+        .collect();
+    if !unreachable {
+        contenders.extend(baseline_contenders(mode, &cell, clients, servers));
+    }
+    let reference_candidates = reference_candidates(&cell, &contenders);
+    Visit {
+        repeat,
+        cell,
+        aa: mode.policy().aa && !reference_candidates.is_empty(),
+        reference_candidates,
+        rounds: rounds(mode, &cell),
+        contenders,
+    }
+}
+
+/// Why a client does not serve `cell`, if it does not.
+fn client_refusal(spec: &ClientSpec, cell: &Cell) -> Option<String> {
+    if let Some(reason) = spec.slow_round_trip
+        && (cell.pipeline > 1 || cell.concurrency > 1)
+    {
+        return Some(format!(
+            "not run: every round trip is slow by design ({reason})"
+        ));
+    }
+    let operation = cell.operation()?;
+    (!spec.implements(operation)).then(|| {
+        format!(
+            "not run: the client does not implement {} (not among its spec's operations)",
+            operation.name()
+        )
+    })
+}
+
+/// Items per call of a client in `cell`.
+fn items(spec: &ClientSpec, cell: &Cell, mode: Mode) -> Items {
+    let pipeline = cell.op.is_pipeline_set();
+    if mode == Mode::Test && pipeline {
+        return Items::First(cell.pipeline.min(crate::verify::DEFAULT_LOOP_VERIFY_DEPTH));
+    }
+    if pipeline && cell.pipeline >= DEEP_PIPELINE && !spec.pipelines() {
+        return Items::FitBlock;
+    }
+    Items::Cell
+}
+
+/// The floors and baseline tools of `cell`.
+fn baseline_contenders(
+    mode: Mode,
+    cell: &Cell,
+    clients: &[ClientSpec],
+    servers: &Servers,
+) -> Vec<Contender> {
+    let baseline = |name: &'static str, source: Source, decision: Decision| Contender {
+        name,
+        kind: Kind::Baseline,
+        source,
+        decision,
+    };
+    let measure = |cost_calls: u64| {
+        Decision::Measure(Measure {
+            items: Items::Cell,
+            cost_calls,
+            slow: false,
+        })
+    };
+    let mut out = Vec::new();
+    // The floor is one connection's: it has no many-caller form. A remote server's cells
+    // measure that host's own floor instead: the loopback floor says nothing of the network.
+    if servers.remote.contains(&cell.backend) {
+        if network_floor::serves(cell) {
+            out.push(baseline(
+                network_floor::NETWORK_FLOOR,
+                Source::NetworkFloor,
+                measure(cost_calls(cell, mode)),
+            ));
+        }
+    } else if cell.has_floor() {
+        let spec = baselines::LoopbackFloor::client(clients, cell.backend, cell.transport);
+        let decision = match spec {
+            Some(_) => measure(cost_calls(cell, mode)),
+            None => {
+                Decision::Unsupported(format!("no client declares the loopback floor of {cell}"))
+            }
+        };
+        out.push(baseline(
+            baselines::LOOPBACK_FLOOR,
+            Source::LoopbackFloor(spec.copied()),
+            decision,
+        ));
+    }
+    out.extend(tool_contenders(cell, servers));
+    out
+}
+
+/// redis-benchmark in every Redis cell and memaslap where it can run, unless the server is
+/// someone else's.
+fn tool_contenders(cell: &Cell, servers: &Servers) -> Vec<Contender> {
+    let external = servers.external.contains(&cell.backend);
+    let tool = |name: &'static str, source: Source, cannot: Option<&str>| Contender {
+        name,
+        kind: Kind::Baseline,
+        source,
+        decision: match cannot {
+            _ if external => Decision::Unsupported(format!(
+                "{name} writes unprefixed keys: not run against an external server"
+            )),
+            Some(reason) => Decision::Unsupported(reason.to_string()),
+            None => Decision::Measure(Measure {
+                items: Items::Cell,
+                cost_calls: 0,
+                slow: false,
+            }),
+        },
+    };
+    let mut out = Vec::new();
+    if cell.backend.is_redis() {
+        out.push(tool(
+            baselines::REDIS_BENCHMARK,
+            Source::RedisBenchmark,
+            baselines::redis_benchmark_cannot(cell),
+        ));
+    }
+    if baselines::memaslap_serves(cell) {
+        out.push(tool(baselines::MEMASLAP, Source::Memaslap, None));
+    }
+    out
+}
+
+/// The contenders that may be the cell's reference, best first: the hand-written clients that
+/// are measured and not slow by design. The best-known for the cell's question comes first: in
+/// a cell of many callers, one built to share a connection among them; in a pipeline or a cell
+/// of many items, one that pipelines; otherwise the one that measures the loopback floor (the
+/// fastest hand-written client of its backend and transport). Ties keep the list's order.
+fn reference_candidates(cell: &Cell, contenders: &[Contender]) -> Vec<&'static str> {
+    let mut candidates: Vec<(u8, usize, &'static str)> = (contenders.iter().enumerate())
+        .filter_map(|(i, c)| match (&c.source, &c.decision) {
+            (Source::Client(spec), Decision::Measure(m))
+                if spec.kind == ClientKind::HandWritten && !m.slow =>
+            {
+                let fits = if cell.concurrency > 1 {
+                    matches!(spec.concurrency, Concurrency::Multiplexed(_))
+                } else if cell.pipeline > 1 {
+                    spec.pipelines()
+                } else {
+                    spec.loopback_floor
+                };
+                Some((u8::from(!fits), i, spec.name))
+            }
+            _ => None,
+        })
+        .collect();
+    candidates.sort();
+    candidates.into_iter().map(|(_, _, name)| name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Matrix, Placement};
+
+    fn settings(mode: Mode, cells: &[&str], repeat: u32) -> Settings {
+        Settings {
+            mode,
+            placement: Placement::parse("none", 1).unwrap(),
+            clients: Vec::new(),
+            cells: cells.iter().map(|c| c.to_string()).collect(),
+            run_id: None,
+            repeat,
+            repeat_cells: Vec::new(),
+            order_seed: 1,
+            matrix: match mode {
+                Mode::Quick => Matrix::Quick,
+                _ => Matrix::Full,
+            },
+            concurrency: vec![256],
+            #[cfg(feature = "fault-injection")]
+            stop_server_at: None,
+        }
+    }
+
+    fn all() -> Vec<ClientSpec> {
+        [kvbench_clients::all(), kvbench_clients::cluster()].concat()
+    }
+
+    fn visit_of<'p>(plan: &'p Plan, id: &str) -> &'p Visit {
+        (plan.visits.iter())
+            .find(|v| v.cell.id() == id)
+            .unwrap_or_else(|| panic!("no visit of {id}"))
+    }
+
+    fn decision<'v>(v: &'v Visit, name: &str) -> &'v Decision {
+        &(v.contenders.iter())
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name} is not a contender of {}", v.cell))
+            .decision
+    }
+
+    #[test]
+    fn every_contender_of_a_cell_is_listed_with_its_decision() {
+        let plan = Plan::new(
+            &settings(Mode::Full, &["redis/get/3B/tcp"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let v = visit_of(&plan, "redis/get/3B/tcp");
+        // Every Redis client on TCP, the floor and redis-benchmark; nothing of memcached's.
+        assert!(v.contenders.iter().all(|c| !c.name.starts_with("memcache")));
+        for name in ["raw-tcp", "buffered", "redis-rs", "fred", "loopback-floor"] {
+            assert!(matches!(decision(v, name), Decision::Measure(_)), "{name}");
+        }
+        assert!(matches!(
+            decision(v, "redis-benchmark"),
+            Decision::Measure(Measure { cost_calls: 0, .. })
+        ));
+        // The slow-by-design client is timed in a one-caller cell (its 1,000x is the lesson).
+        assert!(matches!(
+            decision(v, "raw-tcp/per-token/nagle"),
+            Decision::Measure(Measure { slow: true, .. })
+        ));
+        // The reference is the floor's client, the best-known hand-written one; an A/A twin.
+        assert_eq!(v.reference_candidates[0], "raw-tcp");
+        assert!(!v.reference_candidates.contains(&"raw-tcp/per-token/nagle"));
+        assert!(!v.reference_candidates.contains(&"redis-rs"));
+        assert!(v.aa);
+        assert_eq!(v.rounds.block, crate::matrix::FULL.block);
+    }
+
+    #[test]
+    fn the_reference_fits_the_cells_question() {
+        let plan = Plan::new(
+            &settings(Mode::Full, &["/tcp"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let first = |id: &str| visit_of(&plan, id).reference_candidates[0];
+        assert_eq!(first("redis/pipeline_set/1000000/tcp"), "buffered");
+        assert_eq!(first("redis/get/3B/tcp/c256"), "multiplexed");
+        assert_eq!(first("memcached/get/3B/tcp"), "memcached-text");
+        assert_eq!(first("memcached/get/3B/tcp/c256"), "multiplexed/memcached");
+        assert_eq!(first("redis-cluster/get/3B/tcp"), "cluster");
+    }
+
+    #[test]
+    fn refusals_are_decided_up_front_with_their_reasons() {
+        let plan = Plan::new(
+            &settings(Mode::Full, &["/tcp"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let unsupported = |id: &str, name: &str| match decision(visit_of(&plan, id), name) {
+            Decision::Unsupported(why) => why.clone(),
+            other => panic!("{name} in {id}: {other:?}"),
+        };
+        assert!(
+            unsupported("redis/pipeline_set/1000/tcp", "raw-tcp/per-token/nagle")
+                .contains("slow by design")
+        );
+        assert!(
+            unsupported("redis/get/3B/tcp/c256", "raw-tcp/per-token/nagle")
+                .contains("slow by design")
+        );
+        assert!(
+            unsupported("redis/transaction_multi/100/tcp", "redis-benchmark").contains("MULTI")
+        );
+        assert!(unsupported("memcached/incr/counter/tcp", "memcached-meta").contains("incr"));
+        // A client without pipelining writes what fits a block of a deep pipeline.
+        let deep = visit_of(&plan, "redis/pipeline_set/1000000/tcp");
+        assert!(matches!(
+            decision(deep, "raw-tcp"),
+            Decision::Measure(Measure {
+                items: Items::FitBlock,
+                cost_calls: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            decision(deep, "buffered"),
+            Decision::Measure(Measure {
+                items: Items::Cell,
+                ..
+            })
+        ));
+        // No floor with many callers or many items.
+        assert!(
+            visit_of(&plan, "redis/get/3B/tcp/c256")
+                .contenders
+                .iter()
+                .all(|c| c.name != "loopback-floor")
+        );
+        // memaslap where it can run.
+        assert!(matches!(
+            decision(visit_of(&plan, "memcached/get/3B/tcp"), "memaslap"),
+            Decision::Measure(_)
+        ));
+    }
+
+    #[test]
+    fn external_and_remote_servers_change_the_baselines() {
+        let servers = Servers {
+            external: vec![Backend::Redis],
+            remote: vec![Backend::Redis],
+            unreachable: vec![(Backend::Redis, Transport::Unix)],
+        };
+        let plan = Plan::new(
+            &settings(Mode::Full, &["redis/get/3B/"], 1),
+            &all(),
+            &servers,
+        );
+        let tcp = visit_of(&plan, "redis/get/3B/tcp");
+        assert!(
+            matches!(decision(tcp, "redis-benchmark"), Decision::Unsupported(why) if why.contains("unprefixed"))
+        );
+        assert!(matches!(
+            decision(tcp, "network-floor"),
+            Decision::Measure(_)
+        ));
+        assert!(tcp.contenders.iter().all(|c| c.name != "loopback-floor"));
+        let unix = visit_of(&plan, "redis/get/3B/unix");
+        assert!(
+            matches!(decision(unix, "raw-unix"), Decision::Unsupported(why) if why.contains("not reachable"))
+        );
+        assert!(unix.reference_candidates.is_empty() && !unix.aa);
+    }
+
+    #[test]
+    fn modes_differ_in_rounds_and_the_quick_run_has_no_aa_twin() {
+        let quick = Plan::new(
+            &settings(Mode::Quick, &["redis/get/3B/tcp"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let v = &quick.visits[0];
+        assert!(!v.aa);
+        assert!(v.rounds.min >= 3 && v.rounds.budget < Duration::from_secs(1));
+        let test = Plan::new(
+            &settings(Mode::Test, &["redis/pipeline_set/100000/tcp"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let v = &test.visits[0];
+        assert_eq!((v.rounds.min, v.rounds.max), (3, 3));
+        assert!(matches!(
+            decision(v, "buffered"),
+            Decision::Measure(Measure {
+                items: Items::First(1_000),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn repeats_are_visits_and_the_plan_prints_and_estimates() {
+        let mut s = settings(Mode::Full, &["get/3B/tcp"], 2);
+        s.repeat_cells = vec!["redis/get/3B/tcp".into()];
+        let plan = Plan::new(&s, &all(), &Servers::default());
+        let ids: Vec<String> = (plan.visits.iter())
+            .map(|v| format!("{} {}", v.repeat, v.cell))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "1 redis/get/3B/tcp",
+                "1 memcached/get/3B/tcp",
+                "1 redis/get/3B/tcp/c256",
+                "1 memcached/get/3B/tcp/c256",
+                "1 redis-cluster/get/3B/tcp",
+                "2 redis/get/3B/tcp",
+                "2 redis/get/3B/tcp/c256",
+            ]
+        );
+        let text = plan.describe();
+        assert!(text.starts_with("7 visits"), "{text}");
+        assert!(text.contains("[6/7] redis/get/3B/tcp (run 2)"), "{text}");
+        assert!(text.contains("reference raw-tcp, A/A twin"), "{text}");
+        assert!(text.contains("unsupported: not run: every round trip is slow by design"));
+        let minutes = plan.estimate().as_secs_f64() / 60.0;
+        assert!((0.5..10.0).contains(&minutes), "{minutes}");
+        // Every thread-per-caller client's 256 connections at once, and the baselines'.
+        let c256 = visit_of(&plan, "memcached/get/3B/tcp/c256");
+        assert!(c256.sockets() >= 5 * 256, "{}", c256.sockets());
+        assert_eq!(
+            plan.max_sockets(),
+            (plan.visits.iter().map(Visit::sockets)).max().unwrap()
+        );
+    }
+}
