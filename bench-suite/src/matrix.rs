@@ -369,7 +369,8 @@ pub struct Policy {
     /// Runs of a baseline tool a visit waits for, past its budget if need be.
     pub min_tool_runs: u32,
     /// Whether the reference contender is timed a second time in the same rounds (the A/A
-    /// check): a quick run leaves it out and judges with the prior A/A figure instead.
+    /// check); without it, verdicts use the prior A/A figure instead. It costs one block per
+    /// round, so every mode has it.
     pub aa: bool,
     /// Seconds of calls in a cost pass's clean half (at least ten calls for request/response
     /// cells, for percentiles).
@@ -392,7 +393,7 @@ pub const FULL: Policy = Policy {
     max_rounds: 5_000,
     round_budget: Duration::from_secs(5),
     round_budget_deep: Duration::from_secs(20),
-    tool_runs: 12,
+    tool_runs: 8,
     min_tool_runs: 5,
     aa: true,
     cost_pass_seconds: 0.5,
@@ -412,7 +413,7 @@ pub const QUICK: Policy = Policy {
     round_budget_deep: Duration::from_secs(2),
     tool_runs: 4,
     min_tool_runs: 3,
-    aa: false,
+    aa: true,
     cost_pass_seconds: 0.1,
     cost_pass_divisor: 2,
     slow_client_calls: 10,

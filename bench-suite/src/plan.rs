@@ -683,14 +683,14 @@ mod tests {
     }
 
     #[test]
-    fn modes_differ_in_rounds_and_the_quick_run_has_no_aa_twin() {
+    fn modes_differ_in_rounds_and_budget() {
         let quick = Plan::new(
             &settings(Mode::Quick, &["redis/get/3B/tcp"], 1),
             &all(),
             &Servers::default(),
         );
         let v = &quick.visits[0];
-        assert!(!v.aa);
+        assert!(v.aa);
         assert!(v.rounds.min >= 3 && v.rounds.budget < Duration::from_secs(1));
         let test = Plan::new(
             &settings(Mode::Test, &["redis/pipeline_set/100000/tcp"], 1),
