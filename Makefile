@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test setup lint fmt bench bench-quick bench-smoke bench-plan schema reference
+.PHONY: test setup lint fmt bench bench-quick bench-smoke bench-plan cost schema reference
 
 ## Installs the servers (redis-server, memcached, redis-tools) if missing.
 setup:
@@ -22,7 +22,9 @@ test: setup lint
 ## records the run-to-run spread; REPEAT_CELLS=get/3B,pipeline_set/1000000 repeats only the cells
 ## whose id contains one of these (+ joins words that must all be there). ORDER_SEED=n replays a
 ## run's client order. CONCURRENCY=1,16,256,1024 sets the callers in flight of the concurrency
-## cells (cell ids ending /c<C>; default 16,256 in bench, 256 in bench-quick).
+## cells (cell ids ending /c<C>; default 16,256 in bench, 256 in bench-quick). COUNT=0|1 turns
+## the counted pass (instructions per operation under valgrind; on in bench, off in bench-quick)
+## off or on.
 ## PLOTS=1 also draws criterion's own per-group charts (linked from the report): about twice
 ## as long, because plotting dominates on a 2-CPU machine; it builds criterion's plotting library
 ## (the bench suite's `plots` feature), which other runs leave out.
@@ -31,6 +33,13 @@ bench: setup
 
 bench-quick: setup
 	MODE=quick $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
+
+## Only the counted pass: each client's instructions per operation under valgrind (callgrind),
+## on every pair of the quick matrix's cells (MODE=full: every cell), each connected and
+## verified on a fresh server first; nothing is timed. Minutes. Writes reports/<run-id>/ like any
+## run (RUN_ID=name). A full `make bench` counts the same way after timing each cell.
+cost: setup
+	MODE=$(or $(MODE),quick) COUNT=only $(CARGO) bench -p kvbench-bench-suite --bench matrix -- --noplot
 
 ## What `make bench` would do (MODE=quick: `make bench-quick`), without starting a server: every
 ## visit of a cell, its contenders with their decisions (run, or why not), its reference and A/A

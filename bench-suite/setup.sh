@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers the suite runs against: redis-server, memcached, redis-tools
-# (redis-benchmark, the benchmark tool shipped with Redis: the same-run baseline of Redis cells)
-# and libmemcached-tools (memcaslap, Debian's memaslap: the baseline of memcached TCP cells). Used by
+# (redis-benchmark, the benchmark tool shipped with Redis: the same-run baseline of Redis cells),
+# libmemcached-tools (memcaslap, Debian's memaslap: the baseline of memcached TCP cells) and
+# valgrind (which counts each client's instructions per operation: `make cost`). Used by
 # `make test`, `make bench` and `.ci/run`.
 # Installs only what is missing; without root it prints the exact command instead.
 # Opt-in extras: each argument is a command installed (from the Debian package of the same name)
@@ -19,6 +20,7 @@ if [ -z "${MEMCACHED_BIN:-}" ] && [ -z "${MEMCACHED_URL:-}" ]; then
 fi
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
 command -v memcaslap >/dev/null 2>&1 || need+=(libmemcached-tools)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 for extra in "$@"; do
     command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
 done

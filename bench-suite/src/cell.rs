@@ -18,16 +18,17 @@ use anyhow::{Context as _, Result};
 use criterion::Criterion;
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, ClientSpec, Endpoint, Options};
-use kvbench_results::Kind;
 use kvbench_results::verdict::{self, paired_ratio};
+use kvbench_results::{Instructions, Kind, Share};
 use kvbench_servers::Servers;
 
 use crate::baselines::{LoopbackFloor, Tool};
 use crate::callers::{self, Callers};
 use crate::contender::{Block, Cpu, Live, Runner};
 use crate::costs;
+use crate::count::{self, Counter, Job};
 use crate::drivers::{Args, Driver, Workload};
-use crate::matrix::{Cell, Settings};
+use crate::matrix::{Cell, Counting, Settings};
 use crate::network_floor::Pinger;
 use crate::plan::{Decision, Items, Measure, Source, Visit};
 use crate::results::{self, Row, RowExt, Status};
@@ -60,6 +61,8 @@ pub struct Context<'a> {
     pub count_syscalls: bool,
     /// This program, to measure memory per caller in a fresh process of itself.
     pub memory_probe: Option<&'a Path>,
+    /// valgrind and this program, when the run counts instructions per operation.
+    pub counter: Option<&'a Counter>,
     /// The run's notes (a server found dead).
     pub notes: &'a mut Vec<String>,
     /// Where each contender's block times go for criterion's own statistics and report.
@@ -159,16 +162,59 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
             }
         }
     }
+    let (rounds_run, twin_rates) = if ctx.settings.count == Counting::Only {
+        (0, None)
+    } else {
+        time(ctx, visit, &w, &args, &endpoint, &mut entries)
+    };
+    if let Some(counter) = ctx.counter {
+        let prefix = ctx.servers.key_prefix(cell.backend).to_string();
+        count_pass(counter, ctx.dir, (&endpoint, prefix), &cell, &mut entries);
+    }
+
+    // On someone else's server, leave nothing behind: the cell's keys go; verification already
+    // removed its own keys.
+    if ctx.servers.is_external(cell.backend) {
+        reference
+            .delete_many(&w.server_keys())
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
+    }
+    for (i, entry) in entries {
+        let mut row = entry.row;
+        row.seconds = Some(entry.seconds);
+        rows[i] = Some(row);
+        entry.live.finish();
+    }
+    Ok(Outcome {
+        rows: rows.into_iter().flatten().collect(),
+        rounds: rounds_run,
+        twin_rounds: twin_rates,
+    })
+}
+
+/// The timing of a visit: calibration, the paired rounds, rows from them with their ratios to
+/// the reference, criterion fed, then each contender's cost pass. Returns the rounds run and the
+/// A/A twin's throughput in each.
+fn time<'w>(
+    ctx: &mut Context<'_>,
+    visit: &Visit,
+    w: &Workload,
+    args: &Args<'w>,
+    endpoint: &Endpoint,
+    entries: &mut Vec<(usize, Entry<'w>)>,
+) -> (u32, Option<Vec<f64>>) {
+    let cell = visit.cell;
     let reference_at = (visit.reference_candidates.iter())
         .find_map(|name| entries.iter().position(|(_, e)| e.live.name == *name));
     let mut twin = match reference_at {
-        Some(at) if visit.aa => connect_twin(&w, &args, &endpoint, &entries[at].1),
+        Some(at) if visit.aa => connect_twin(w, args, endpoint, &entries[at].1),
         _ => None,
     };
 
     for (_, entry) in entries.iter_mut() {
         let started = Instant::now();
-        if let Err(err) = entry.live.calibrate(&w, visit.rounds.block) {
+        if let Err(err) = entry.live.calibrate(w, visit.rounds.block) {
             let why = pair_error(ctx.servers, &cell, &format!("warming up: {err:#}"));
             entry.row = entry.row.clone().fail(Status::Failed, why);
         }
@@ -180,13 +226,13 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
         // times slower than its reference in one quick run's Redis cell, and 1.2 times faster
         // in its memcached cell: a fresh connection is not in the state the reference's
         // verification and warm-up left its own in.
-        if let Err(err) = twin.calibrate(&w, visit.rounds.block) {
+        if let Err(err) = twin.calibrate(w, visit.rounds.block) {
             eprintln!("  {cell}: the A/A twin failed to warm up: {err:#}");
         }
         twin.calls_per_block = entries[reference_at.unwrap_or(0)].1.live.calls_per_block;
     }
 
-    let (rounds_run, twin_blocks) = rounds(ctx, visit, &w, &mut entries, twin.as_mut());
+    let (rounds_run, twin_blocks) = rounds(ctx, visit, w, entries, twin.as_mut());
 
     // Rows from the rounds: each contender's own time per operation, then its ratio to the
     // reference, paired round by round.
@@ -211,40 +257,114 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
             entry.row.ratio_to_reference = verdict::paired_rows(&entry.row, reference);
         }
     }
-    feed_criterion(ctx, visit, &entries);
+    feed_criterion(ctx, visit, entries);
 
     // The cost passes, one contender at a time, after every block is done.
     for (_, entry) in entries.iter_mut() {
         let started = Instant::now();
         if entry.row.is_ok() && entry.measure.cost_calls > 0 {
-            let row = cost_pass(ctx, &cell, &w, entry);
+            let row = cost_pass(ctx, &cell, w, entry);
             entry.row = row;
         }
         entry.seconds += started.elapsed().as_secs_f64();
     }
 
-    // On someone else's server, leave nothing behind: the cell's keys go; verification already
-    // removed its own keys.
-    if ctx.servers.is_external(cell.backend) {
-        reference
-            .delete_many(&w.server_keys())
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
-    }
     if let Some(twin) = twin {
         twin.finish();
     }
-    for (i, entry) in entries {
-        let mut row = entry.row;
-        row.seconds = Some(entry.seconds);
-        rows[i] = Some(row);
-        entry.live.finish();
+    (rounds_run, twin_rates)
+}
+
+/// Counts the instructions per operation of every client of the visit, under valgrind
+/// ([`count`]), a few children at once: a count does not depend on what else runs.
+fn count_pass(
+    counter: &Counter,
+    dir: &Path,
+    (endpoint, prefix): (&Endpoint, String),
+    cell: &Cell,
+    entries: &mut [(usize, Entry)],
+) {
+    let (tcp, unix) = match endpoint {
+        Endpoint::Tcp(addr) => (Some(addr.clone()), None),
+        Endpoint::Unix(path) => (None, Some(path.clone())),
+    };
+    let jobs: Vec<(usize, Job, u64)> = (entries.iter().enumerate())
+        .filter(|(_, (_, entry))| entry.spec.is_some() && entry.row.is_ok())
+        .map(|(at, (_, entry))| {
+            let first = match (&entry.live.runner, entry.measure.items) {
+                (_, Items::Cell) | (Runner::Many(_), _) => None,
+                (Runner::One { args, .. }, _) => Some(args.items.len().max(args.keys.len())),
+                _ => None,
+            };
+            // A deep pipeline is counted on its first items ([`count::COUNTED_ITEMS`]).
+            let first = match first.unwrap_or(cell.pipeline) {
+                items if items > count::COUNTED_ITEMS => Some(count::COUNTED_ITEMS),
+                _ => first,
+            };
+            let ops = match first {
+                Some(items) => items as u64,
+                None => entry.live.ops_per_call,
+            };
+            let items = (ops as usize / cell.concurrency).max(1);
+            let job = Job {
+                client: entry.live.name.to_string(),
+                cell: cell.id(),
+                callers: cell.concurrency,
+                tcp: tcp.clone(),
+                unix: unix.clone(),
+                prefix: prefix.clone(),
+                first,
+                // A client slow by design (40 ms a call) makes few calls: its instructions are
+                // the same as its fast twin's, its time is in waiting.
+                calls: match entry.measure.slow {
+                    true => count::SLOW_CALLS,
+                    false => count::calls_for(cell, items),
+                },
+            };
+            (at, job, ops)
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let counts = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..counter.parallel.max(1) {
+            scope.spawn(|| {
+                while let Some((at, job, ops)) =
+                    jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let count = counter.count(dir, job, *ops);
+                    counts
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((*at, count));
+                }
+            });
+        }
+    });
+    for (at, count) in counts.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let entry = &mut entries[at].1;
+        match count {
+            Ok(count) => {
+                let share = |(name, per_op): (String, f64)| Share { name, per_op };
+                entry.row.instructions_per_op = Some(Instructions {
+                    per_op: count.per_op,
+                    spread: count.spread,
+                    calls: count.calls,
+                    owners: (count.owners.into_iter())
+                        .map(|(owner, n)| share((owner.to_string(), n)))
+                        .collect(),
+                    functions: count.functions.into_iter().map(share).collect(),
+                })
+            }
+            Err(err) => {
+                eprintln!("  {cell} {}: not counted: {err}", entry.live.name);
+                entry
+                    .row
+                    .flags
+                    .push(format!("instructions not counted: {err}"));
+            }
+        }
     }
-    Ok(Outcome {
-        rows: rows.into_iter().flatten().collect(),
-        rounds: rounds_run,
-        twin_rounds: twin_rates,
-    })
 }
 
 /// The rounds: each a block of every contender still running, in a fresh random order (the A/A

@@ -346,6 +346,23 @@ impl Driver {
         }
     }
 
+    /// Runs the timed operation `n` times, natively, reading no clock: the counted loop of
+    /// [`crate::count`], whose every instruction should be the client's.
+    pub fn repeat(&mut self, w: &Workload, args: &Args, n: u64) -> Result<()> {
+        match self {
+            Driver::Sync(client) => (0..n).try_for_each(|_| run_sync(client.as_mut(), w, args)),
+            Driver::Async(AsyncDriver {
+                runtime,
+                inner: client,
+            }) => runtime.block_on(async {
+                for _ in 0..n {
+                    run_async(&mut **client, w, args).await?;
+                }
+                Ok(())
+            }),
+        }
+    }
+
     /// Runs the timed operation `n` times, natively (async clients inside one `block_on`),
     /// calling `each` with the duration of every operation.
     pub fn run_n(

@@ -16,6 +16,7 @@ pub mod callers;
 pub mod cell;
 pub mod contender;
 pub mod costs;
+pub mod count;
 pub mod drivers;
 pub mod environment;
 pub mod matrix;

@@ -296,6 +296,17 @@ fn is_operation_cell(cell: &Cell) -> bool {
     !(cell.op.is_pipeline_set() || matches!(cell.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx))
 }
 
+/// Whether a run counts instructions per operation ([`crate::count`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// Not counted.
+    Off,
+    /// Counted after each visit's timing.
+    Also,
+    /// Counted, and nothing timed: every pair connected, verified and counted (`make cost`).
+    Only,
+}
+
 /// Which cells a run covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Matrix {
@@ -527,6 +538,10 @@ pub struct Settings {
     /// `CONCURRENCY=1,16,256`: callers in flight of the concurrency cells (levels above one;
     /// default: the mode's).
     pub concurrency: Vec<usize>,
+    /// `COUNT=0|1|only`: whether each client's instructions per operation are counted under
+    /// valgrind ([`crate::count`]), and whether that is all the run does (`make cost`).
+    /// Default: counted in a full run, not in a quick or test run.
+    pub count: Counting,
     /// `KVBENCH_FAULT_STOP_SERVER=<cell-id>@<client>`: a fault for tests — the cell's server
     /// is stopped right after that client's verification, in the middle of the cell. Only in a
     /// build with the `fault-injection` feature (the whole-run fault test's).
@@ -592,6 +607,13 @@ impl Settings {
             None => mode.policy().concurrency.to_vec(),
             Some(value) => parse_concurrency(&value)?,
         };
+        let count = match var("COUNT").as_deref() {
+            None if mode == Mode::Full => Counting::Also,
+            None | Some("0") => Counting::Off,
+            Some("1") => Counting::Also,
+            Some("only") => Counting::Only,
+            Some(other) => bail!("COUNT={other:?}: want 0, 1 or only"),
+        };
         let cores = crate::environment::online_cpus();
         let placement = Placement::parse(var("PLACEMENT").as_deref().unwrap_or(""), cores)
             .context("reading PLACEMENT")?;
@@ -606,6 +628,7 @@ impl Settings {
             order_seed,
             matrix,
             concurrency,
+            count,
             #[cfg(feature = "fault-injection")]
             stop_server_at,
         })
@@ -796,6 +819,7 @@ mod tests {
             order_seed: 1,
             matrix: Matrix::Quick,
             concurrency: vec![256],
+            count: Counting::Off,
             #[cfg(feature = "fault-injection")]
             stop_server_at: None,
         };

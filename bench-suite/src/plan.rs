@@ -15,7 +15,7 @@ use kvbench_results::Kind;
 
 use crate::baselines;
 use crate::drivers;
-use crate::matrix::{Cell, Mode, Settings};
+use crate::matrix::{Cell, Counting, Mode, Settings};
 use crate::network_floor;
 
 /// Pipelines at least this deep, through a client without pipelining, carry only as many items
@@ -124,6 +124,8 @@ pub struct Visit {
 pub struct Plan {
     /// Full, quick or test.
     pub mode: Mode,
+    /// Whether instructions are counted, and whether that is all.
+    pub count: Counting,
     /// Every visit, in order.
     pub visits: Vec<Visit>,
 }
@@ -200,6 +202,7 @@ impl Plan {
             .collect();
         Plan {
             mode: settings.mode,
+            count: settings.count,
             visits,
         }
     }
@@ -208,7 +211,9 @@ impl Plan {
     /// budget (or the minimum rounds of slow blocks), the baseline tools' runs and the cost
     /// passes. An estimate for planning, not a promise.
     pub fn estimate(&self) -> Duration {
-        self.visits.iter().map(|v| v.estimate(self.mode)).sum()
+        (self.visits.iter())
+            .map(|v| v.estimate(self.mode, self.count))
+            .sum()
     }
 
     /// The plan in words: one line per visit, one per contender.
@@ -219,10 +224,15 @@ impl Plan {
             .sum();
         let _ = writeln!(
             out,
-            "{} visits, {measured} contender measurements (A/A twins included), mode {}, about \
+            "{} visits, {measured} contender measurements (A/A twins included), mode {}{}, about \
              {} min, at most {} connections to a server at once",
             self.visits.len(),
             self.mode.as_str(),
+            match self.count {
+                Counting::Off => "",
+                Counting::Also => ", instructions counted",
+                Counting::Only => ", instructions counted and nothing timed",
+            },
             (self.estimate().as_secs_f64() / 60.0).ceil(),
             self.max_sockets()
         );
@@ -245,7 +255,7 @@ impl Plan {
                 r.block,
                 v.reference_candidates.first().copied().unwrap_or("none"),
                 if v.aa { ", A/A twin" } else { "" },
-                v.estimate(self.mode).as_secs_f64()
+                v.estimate(self.mode, self.count).as_secs_f64()
             );
             for c in &v.contenders {
                 let what = match &c.decision {
@@ -294,11 +304,22 @@ impl Visit {
         (self.contenders.iter()).filter(|c| matches!(c.decision, Decision::Measure(_)))
     }
 
-    fn estimate(&self, mode: Mode) -> Duration {
+    fn estimate(&self, mode: Mode, count: Counting) -> Duration {
         let contenders = self.measured().count() as f64 + f64::from(u8::from(self.aa));
         let policy = mode.policy();
         // Restarting the server, preparing the keys, connecting and verifying.
         let mut seconds = 0.5 + 0.05 * contenders;
+        if count != Counting::Off {
+            // A counted child takes 1-3 s under valgrind (many callers about 10 s), two at once.
+            let per_child = if self.cell.concurrency > 1 { 10.0 } else { 2.0 };
+            let clients = (self.measured())
+                .filter(|c| matches!(c.source, Source::Client(_)))
+                .count();
+            seconds += clients as f64 * per_child / 2.0;
+        }
+        if count == Counting::Only {
+            return Duration::from_secs_f64(seconds);
+        }
         if self.cell.op.is_pipeline_set() && self.cell.pipeline >= DEEP_PIPELINE {
             // Verification writes the whole pipeline once per contender, and a block is one
             // call of about a second (a few, through a library that times it as one command).
@@ -533,6 +554,7 @@ mod tests {
                 _ => Matrix::Full,
             },
             concurrency: vec![256],
+            count: Counting::Off,
             #[cfg(feature = "fault-injection")]
             stop_server_at: None,
         }

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use crate::callers;
 use crate::cell;
 use crate::costs::{self, SyscallCounter};
+use crate::count::{self, Counter};
 use crate::environment;
-use crate::matrix::{Matrix, Mode, Settings};
+use crate::matrix::{Counting, Matrix, Mode, Settings};
 use crate::network_floor;
 use crate::plan::{self, Plan};
 use crate::results::{self, Results, Row, RowExt, Run, Status};
@@ -284,6 +285,10 @@ pub fn main() -> std::process::ExitCode {
 static MEMORY_PROBE_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 fn run() -> Result<()> {
+    if let Ok(json) = std::env::var(count::COUNT_VAR) {
+        return count::run_job(&json, &all_clients())
+            .map_err(|err| anyhow::anyhow!("count: {err}"));
+    }
     if let Ok(json) = std::env::var(callers::MEMORY_PROBE_VAR) {
         return callers::run_memory_probe(&json, &all_clients())
             .map_err(|err| anyhow::anyhow!("memory probe: {err}"));
@@ -313,6 +318,46 @@ fn run() -> Result<()> {
         return Ok(());
     }
     run_with(all_clients(), settings, &environment::reports_dir())
+}
+
+/// valgrind and this program, when the run counts instructions per operation; the run records
+/// valgrind's version, or the reason nothing is counted.
+fn counter(settings: &Settings, program: Option<&Path>, h: &Harness) -> Result<Option<Counter>> {
+    if settings.count == Counting::Off {
+        return Ok(None);
+    }
+    let found = match (count::Valgrind::find(), program) {
+        (Ok(valgrind), Some(program)) => Ok(Counter {
+            valgrind,
+            program: program.to_path_buf(),
+            parallel: environment::online_cpus().max(1),
+        }),
+        (Err(reason), _) => Err(reason),
+        (_, None) => Err("this program cannot run itself as the counted child".to_string()),
+    };
+    let mut results = h.results.lock().unwrap_or_else(|e| e.into_inner());
+    match found {
+        Ok(counter) => {
+            results.run.valgrind = Some(counter.valgrind.version.clone());
+            if (settings.cells().iter()).any(|c| c.pipeline > count::COUNTED_ITEMS) {
+                results.run.notes.push(format!(
+                    "instructions_per_op of a pipeline deeper than {} items is counted on calls \
+                     of its first {0} items: a million items take about 15 s a call under \
+                     valgrind, and per item the same code runs",
+                    count::COUNTED_ITEMS
+                ));
+            }
+            Ok(Some(counter))
+        }
+        Err(reason) if settings.count == Counting::Only => anyhow::bail!("COUNT=only: {reason}"),
+        Err(reason) => {
+            results
+                .run
+                .notes
+                .push(format!("instructions_per_op missing: {reason}"));
+            Ok(None)
+        }
+    }
 }
 
 /// Every client the matrix runs: the single servers' and the cluster's (each serves the cells of
@@ -409,6 +454,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         duration_s: 0.0,
         method: method(&settings),
         aa: None,
+        valgrind: None,
         filters: format!(
             "CLIENTS={} CELLS={} REPEAT={} REPEAT_CELLS={}{}",
             settings.clients.join(","),
@@ -507,6 +553,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
     };
     let mut servers = servers;
     let memory_probe = MEMORY_PROBE_PROGRAM.get().cloned();
+    let counter = counter(&settings, memory_probe.as_deref(), &h)?;
     for (i, visit) in plan.visits.iter().enumerate() {
         let elapsed = h.started.elapsed();
         let eta = if i == 0 {
@@ -537,6 +584,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
                 dir: &dir,
                 count_syscalls,
                 memory_probe: memory_probe.as_deref(),
+                counter: counter.as_ref(),
                 notes: &mut notes,
                 criterion: &mut criterion,
             };

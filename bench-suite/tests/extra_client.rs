@@ -92,6 +92,7 @@ fn bench_cell() -> std::result::Result<(), String> {
         matrix: Matrix::Full,
         // The one plain cell only.
         concurrency: Vec::new(),
+        count: kvbench_bench_suite::matrix::Counting::Off,
         #[cfg(feature = "fault-injection")]
         stop_server_at: None,
     };

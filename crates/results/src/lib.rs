@@ -91,6 +91,10 @@ pub struct Run {
     /// in the same rounds, was from itself. Null when no cell had one (a quick or test run may
     /// leave it out).
     pub aa: Option<AaSummary>,
+    /// The valgrind that counted `instructions_per_op` (`valgrind-3.19.0`); null when none did
+    /// (the notes say why).
+    #[serde(default)]
+    pub valgrind: Option<String>,
     /// Filters the run was given (`CLIENTS`, `CELLS`, `REPEAT`, `REPEAT_CELLS`).
     pub filters: String,
     /// How many times the repeated cells ran (`REPEAT`), each against freshly started servers.
@@ -451,6 +455,14 @@ pub struct Row {
     pub bytes_written_per_op: Option<f64>,
     /// Latency percentiles of single operations (null for cells of many items per call).
     pub latency_ns: Option<Latency>,
+    /// User-space instructions the client's process retired per operation (per item in a cell
+    /// of many items), counted under valgrind's callgrind: the client's own work, the kernel and
+    /// the server not counted. Exact, unlike `user_ns_per_op`: the same on any machine and in any
+    /// slow period. A pipeline deeper than 10,000 items is counted on calls of its first 10,000.
+    /// Null for the baselines and floors, where valgrind was missing (the run's notes say so),
+    /// and in files written before it was counted.
+    #[serde(default)]
+    pub instructions_per_op: Option<Instructions>,
     /// Memory per caller: the growth of the process's peak resident memory while the callers
     /// were connected and running, over the callers (a thread's stack and socket against a
     /// task's state); null at one caller.
@@ -482,6 +494,42 @@ pub struct Row {
     /// row did not run in every round (a baseline tool's runs take ~100 ms, so it runs in some
     /// rounds only); empty when it ran in every one.
     pub round_indices: Vec<u32>,
+}
+
+/// Instructions per operation, counted ([`Row::instructions_per_op`]): the client's process
+/// under valgrind's callgrind, counting three phases of N calls each after a warm-up phase
+/// (connection, start and exit outside them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Instructions {
+    /// The phases' mean, per operation (per item in a cell of many items).
+    pub per_op: f64,
+    /// The phases' highest count less their lowest, over their mean: 0 for a client that does
+    /// the same work every call; an async client's runtime polls as replies arrive, so its
+    /// counts move a little.
+    pub spread: f64,
+    /// N: calls per caller in each phase.
+    pub calls: u64,
+    /// `per_op` by whose code ran it, largest first: `ours` (this workspace's crates), `library`
+    /// (the client library and the crates it builds on), `tokio`, `std` (with `core` and `alloc`,
+    /// generic code instantiated by the others included), `allocator` (glibc's malloc family),
+    /// `libc` (memcpy, system call stubs).
+    #[serde(default)]
+    pub owners: Vec<Share>,
+    /// The functions that ran the most of `per_op` (their own instructions, not their
+    /// callees'), largest first.
+    #[serde(default)]
+    pub functions: Vec<Share>,
+}
+
+/// A part of [`Instructions::per_op`]: whose, or which function's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Share {
+    /// The owner, or the function's name as callgrind demangles it.
+    pub name: String,
+    /// Its instructions per operation.
+    pub per_op: f64,
 }
 
 /// Time per operation, ns: the headline statistic, the mean beside it, and how sure it is.
@@ -689,6 +737,7 @@ impl Row {
             bytes_written_per_op: None,
             latency_ns: None,
             memory_per_caller_bytes: None,
+            instructions_per_op: None,
             flags: Vec::new(),
             criterion_report: None,
             seconds: None,
