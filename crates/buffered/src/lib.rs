@@ -77,6 +77,7 @@ use kvbench_resp::blocking::{self, Connection, MultiBulk};
 pub const CHUNK_LEN: usize = 64 * 1024;
 // ANCHOR_END: chunk_len
 
+// ANCHOR: buffered_duplex
 /// A socket that one thread can read while another writes, through shared references, and that
 /// either thread can shut down to wake the other.
 pub trait Duplex: Send + Sync {
@@ -84,6 +85,7 @@ pub trait Duplex: Send + Sync {
     /// blocked write fails.
     fn shutdown_both(&self) -> io::Result<()>;
 }
+// ANCHOR_END: buffered_duplex
 
 impl Duplex for TcpStream {
     fn shutdown_both(&self) -> io::Result<()> {
@@ -128,6 +130,7 @@ where
     }
 }
 
+// ANCHOR: buffered_chunks
 /// Encodes SETs for the leading items into `write_buf` (cleared first) until it holds at least
 /// [`CHUNK_LEN`] bytes; returns how many items it took (at least one, if there is one).
 fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
@@ -142,6 +145,7 @@ fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
     }
     taken
 }
+// ANCHOR_END: buffered_chunks
 
 /// Appends `SET key value` in multi-bulk form: the same bytes as
 /// `kvbench_resp::encode_command(write_buf, &[b"SET", key, value])` (a test checks), with the constant

@@ -247,6 +247,7 @@ impl ClusterClient {
     }
     // ANCHOR_END: route
 
+    // ANCHOR: cluster_by_node
     /// Sends the command `encode` writes for item `i` to the node serving `keys[i]`, in rounds
     /// (see "Pipelining across nodes" in the crate docs), and reads each reply with `read`.
     /// Returns each item's result in the caller's order, `None` for an item a node redirected.
@@ -332,6 +333,7 @@ impl ClusterClient {
         // ANCHOR_END: scatter_rounds
         Ok(moved)
     }
+    // ANCHOR_END: cluster_by_node
 }
 
 /// `CLUSTER SLOTS` → `(first slot, last slot, host:port of its primary)`, each range checked.

@@ -206,6 +206,7 @@ impl Default for Options {
     }
 }
 
+// ANCHOR: core_error
 /// Everything that can go wrong talking to a server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -238,6 +239,7 @@ pub enum Error {
     #[error("unsupported: {0}")]
     Unsupported(String),
 }
+// ANCHOR_END: core_error
 
 impl Error {
     /// True for errors after which the connection must not be used again.
@@ -328,6 +330,7 @@ impl ReplyDeadline {
         self.started = None;
     }
 
+    // ANCHOR: core_reply_deadline_check
     /// Called before every read of a reply: one clock read, no system call. Fails with
     /// [`io::ErrorKind::TimedOut`] (which becomes [`Error::Timeout`]) once the reply is late.
     pub fn check(&mut self) -> io::Result<()> {
@@ -346,8 +349,10 @@ impl ReplyDeadline {
         }
         Ok(())
     }
+    // ANCHOR_END: core_reply_deadline_check
 }
 
+// ANCHOR: core_broken
 /// Whether a connection may still be used.
 ///
 /// Requests and replies are matched by their order alone. After an error that may leave a reply
@@ -385,6 +390,7 @@ impl Broken {
         self.0.is_some()
     }
 }
+// ANCHOR_END: core_broken
 
 /// The values of a batch read, checked to be one per key: a library converts an array of
 /// another length without complaint, which would pair values with the wrong keys.
@@ -442,6 +448,7 @@ pub fn connect_unix_stream(path: &Path, options: &Options) -> Result<UnixStream>
     Ok(stream)
 }
 
+// ANCHOR: core_client
 /// The synchronous interface every client implements.
 ///
 /// Required: [`get`](Client::get), [`set`](Client::set), [`set_ex`](Client::set_ex),
@@ -476,12 +483,14 @@ pub trait Client: Send {
     }
     // ANCHOR_END: default_set_many
 
+    // ANCHOR: core_get_many_pipelined
     /// Reads many keys, in order: `None` for each miss. The default sends one
     /// [`get`](Client::get) per key and waits for each reply; a pipelining client overrides it to
     /// send them all before reading any reply. Compare [`Client::get_many`], one command.
     fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().map(|key| self.get(key)).collect()
     }
+    // ANCHOR_END: core_get_many_pipelined
 
     /// The contract's optional operations. Each default refuses with [`Error::Unsupported`]
     /// before sending anything; a client that overrides one declares it in
@@ -525,7 +534,9 @@ pub trait Client: Send {
         Err(Operation::Transaction.unsupported())
     }
 }
+// ANCHOR_END: core_client
 
+// ANCHOR: core_operation
 /// The contract's optional operations: what a [`ClientSpec`] declares it implements beyond GET,
 /// SET, SET with expiry, DELETE and `set_many`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -539,6 +550,7 @@ pub enum Operation {
     /// [`Client::transaction`] (Redis only).
     Transaction,
 }
+// ANCHOR_END: core_operation
 
 impl Operation {
     /// Every optional operation.
@@ -1031,8 +1043,10 @@ pub struct ClientSpec {
     pub connect_async: Option<ConnectAsyncFn>,
     /// How it serves many callers at once.
     pub concurrency: Concurrency,
+    // ANCHOR: core_spec_operations
     /// The optional operations it implements ([`Operation`]); the others refuse.
     pub operations: &'static [Operation],
+    // ANCHOR_END: core_spec_operations
 }
 
 impl ClientSpec {

@@ -59,6 +59,7 @@ impl ReadBuffer {
         self.start += n;
     }
 
+    // ANCHOR: core_fill
     /// One `read` into the free end of the buffer, first moving the pending bytes to the front if
     /// the buffer is full (or rewinding it when nothing is pending, which is free).
     pub fn fill(&mut self, stream: &mut impl Read) -> Result<()> {
@@ -72,7 +73,9 @@ impl ReadBuffer {
         self.end += read_reply(&mut self.deadline, stream, &mut self.buf[self.end..])?;
         Ok(())
     }
+    // ANCHOR_END: core_fill
 
+    // ANCHOR: core_take_value
     /// Takes the next `len` bytes as a value of its own: the bytes already buffered are copied,
     /// the rest are read from `stream` straight into the value, with no detour through this buffer.
     ///
@@ -93,6 +96,7 @@ impl ReadBuffer {
         }
         Ok(value)
     }
+    // ANCHOR_END: core_take_value
 }
 
 /// One `read` of part of a reply, once the reply's deadline is checked: retried if a signal

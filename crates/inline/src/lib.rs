@@ -128,6 +128,7 @@ pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
 }
 // ANCHOR_END: encode_inline
 
+// ANCHOR: inline_encoding
 /// The inline form as an [`Encoding`]: [`encode_inline`], then one `write`. A refused command
 /// writes nothing, so the connection stays usable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -140,6 +141,7 @@ impl Encoding for Inline {
         Ok(stream.write_all(write_buf)?)
     }
 }
+// ANCHOR_END: inline_encoding
 
 /// The shared RESP connection, sending inline commands; replies are RESP, read as `raw-tcp` reads
 /// them.
@@ -164,6 +166,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     kind: Kind::HandWritten,
     summary: "inline commands (`SET key value\\r\\n`), RESP replies; refuses what the form cannot carry",
     pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
+    // ANCHOR: inline_limitations
     limitations: &[
         Limitation {
             behaviour: "binary_safe",
@@ -180,6 +183,7 @@ pub const SPEC: ClientSpec = ClientSpec {
                      value is refused before sending",
         },
     ],
+    // ANCHOR_END: inline_limitations
     slow_round_trip: None,
     known_defects: &[],
     hostile_outcomes: &[],

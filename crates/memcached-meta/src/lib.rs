@@ -94,10 +94,12 @@ use meta::{MetaReply, Refusal, Status};
 pub const READ_BUF_LEN: usize = 64 * 1024;
 const _: () = assert!(READ_BUF_LEN > kvbench_memcached_reply::MAX_LINE_LEN);
 
+// ANCHOR: meta_write_chunk_len
 /// A `set_many` batch is written whenever this many bytes of commands are waiting (a larger item
 /// makes a write of its own): it bounds the write buffer, not what is in flight, since nothing is
 /// read until the batch is over.
 pub const WRITE_CHUNK_LEN: usize = 64 * 1024;
+// ANCHOR_END: meta_write_chunk_len
 
 /// The opaque of a single command: it is item 0 of a batch of one.
 const SINGLE: &[u8] = b"0";
@@ -141,6 +143,7 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
     })
 }
 
+// ANCHOR: meta_client
 /// A connection speaking memcached's meta protocol over any byte stream.
 pub struct MetaClient<S> {
     stream: S,
@@ -151,6 +154,7 @@ pub struct MetaClient<S> {
     /// Set by the first error that leaves the stream out of step; the connection is not reused.
     broken: Broken,
 }
+// ANCHOR_END: meta_client
 
 impl<S: Read + Write> MetaClient<S> {
     /// Wraps a connected stream. `reply_timeout` fails a reply line that has not arrived in full
@@ -199,6 +203,7 @@ impl<S: Read + Write> MetaClient<S> {
         }
     }
 
+    // ANCHOR: meta_read_reply
     /// The reply to the single command just sent about `key`: an error line becomes its error, and
     /// an echoed opaque or key must be this command's, or replies and commands no longer line up.
     fn read_reply(&mut self, key: &[u8]) -> Result<Status> {
@@ -225,6 +230,7 @@ impl<S: Read + Write> MetaClient<S> {
             Ok(reply.status.clone())
         })
     }
+    // ANCHOR_END: meta_read_reply
 
     /// `<data>\r\n` after a `VA` header announcing `len` bytes (capped at 1 GiB by the decoder):
     /// the data goes into a `Vec` of exactly that size, then its CRLF is checked.
@@ -366,6 +372,7 @@ impl<S: Read + Write + Send> Client for MetaClient<S> {
     }
 }
 
+// ANCHOR: meta_batch_hit
 /// A reply line inside a chunk of quiet gets of `keys` keys: a hit (the place its opaque names,
 /// the length of its data), or `None` for the `MN` that closes the chunk. Anything else is
 /// `Err`, out of step: a hit naming no place in the batch, and an error line too (it cannot say
@@ -380,6 +387,7 @@ fn batch_hit(reply: &MetaReply, line: &[u8], keys: usize) -> Result<Option<(usiz
         status => Err(unexpected(status, "a quiet mg")),
     }
 }
+// ANCHOR_END: meta_batch_hit
 
 /// The index in its batch that a reply's opaque names, if it is a number.
 fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
@@ -387,10 +395,10 @@ fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
     digits.parse().ok()
 }
 
+// ANCHOR: meta_batch_reply
 /// One reply line inside a quiet batch: `Ok(None)` for the closing `MN`, `Ok(Some(why))` for an
 /// item that failed (named by its opaque, else unnamed), `Err` for anything that leaves the stream
 /// out of step — including a failure whose opaque names no item of the batch.
-// ANCHOR: meta_batch_reply
 fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Result<Option<String>> {
     let refusal = match &reply.status {
         Status::NoOp => return Ok(None),
@@ -454,6 +462,7 @@ fn encode(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
     }
 }
 
+// ANCHOR: meta_encode_ms
 /// Appends `ms <key> <bytes> [T<exptime>] O0\r\n<data>\r\n` for a single command, or, for item
 /// `i` of a quiet batch, `ms <key> <bytes> q O<i>\r\n<data>\r\n`.
 pub fn encode_ms(
@@ -479,3 +488,4 @@ pub fn encode_ms(
     }
     encode(write_buf, &[b"\r\n", value, b"\r\n"]);
 }
+// ANCHOR_END: meta_encode_ms

@@ -108,6 +108,7 @@ const _: () = assert!(READ_BUF_LEN > MAX_LINE_LEN);
 /// Most commands in one pipeline chunk of `set_many` or `get_many_pipelined`. See [`CHUNK_LEN`].
 pub const CHUNK_ITEMS: usize = 256;
 
+// ANCHOR: text_chunk_len
 /// Most bytes of commands in one pipeline chunk (a single larger item makes a chunk of its own).
 /// A chunk is sent when either limit is reached.
 ///
@@ -128,6 +129,7 @@ pub const CHUNK_ITEMS: usize = 256;
 /// Cost: one write and at least one read per 256 items, and the last chunk's replies are waited
 /// for with nothing left to overlap.
 pub const CHUNK_LEN: usize = 32 * 1024;
+// ANCHOR_END: text_chunk_len
 
 /// Largest expiry memcached treats as relative; above it, an exptime is an absolute Unix time.
 const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
@@ -177,6 +179,7 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStr
     Ok(client)
 }
 
+// ANCHOR: text_client
 /// A connection speaking the memcached text protocol over any byte stream.
 pub struct TextClient<S> {
     stream: S,
@@ -187,6 +190,7 @@ pub struct TextClient<S> {
     /// Set by the first error that leaves the stream out of sync; the connection is not reused.
     broken: Broken,
 }
+// ANCHOR_END: text_client
 
 impl<S: Read + Write> TextClient<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
@@ -216,12 +220,14 @@ impl<S: Read + Write> TextClient<S> {
         self.broken.is_broken()
     }
 
+    // ANCHOR: text_exchange
     /// Runs one exchange; an error that leaves the stream out of sync marks the connection broken.
     fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.broken.check()?;
         let result = op(self);
         self.broken.note(result)
     }
+    // ANCHOR_END: text_exchange
 
     /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
     fn send(&mut self) -> Result<()> {
@@ -230,6 +236,7 @@ impl<S: Read + Write> TextClient<S> {
         Ok(())
     }
 
+    // ANCHOR: text_read_line
     /// Reads one reply line and hands it to `judge` with the bytes its ranges index; the line is
     /// consumed whatever `judge` decides. A VALUE line's data is left for
     /// [`read_value`](Self::read_value).
@@ -245,6 +252,7 @@ impl<S: Read + Write> TextClient<S> {
             self.read_buf.fill(&mut self.stream)?;
         }
     }
+    // ANCHOR_END: text_read_line
 
     /// The data after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`] by the
     /// decoder), found by its count and put in a `Vec` of exactly that size, then what follows
@@ -291,6 +299,7 @@ impl<S: Read + Write> TextClient<S> {
         })
     }
 
+    // ANCHOR: text_pipeline
     /// The pipeline behind `set_many` and `get_many_pipelined`: command `i` of `count` is
     /// appended by `encode`, its reply read by `read`. See [`CHUNK_LEN`] for the interleaving and
     /// why it cannot deadlock.
@@ -321,6 +330,7 @@ impl<S: Read + Write> TextClient<S> {
             if sent > chunk_start {
                 self.send()?;
             }
+            // ANCHOR: text_pipeline_drain
             // Then the replies to the chunk before it.
             for i in unread..chunk_start {
                 match read(self, i) {
@@ -329,12 +339,14 @@ impl<S: Read + Write> TextClient<S> {
                     Err(err) => return Err(err),
                 }
             }
+            // ANCHOR_END: text_pipeline_drain
             if chunk_start == sent {
                 return first_error.map_or(Ok(replies), Err);
             }
             unread = chunk_start;
         }
     }
+    // ANCHOR_END: text_pipeline
 }
 
 impl<S: Read + Write + Send> Client for TextClient<S> {
@@ -391,6 +403,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         self.exchange(|c| c.pipeline(keys.len(), encode, |c, i| c.read_get(keys[i])))
     }
 
+    // ANCHOR: text_incr
     /// `incr <key> 1`: see "Counters" in the crate docs.
     fn incr(&mut self, key: &[u8]) -> Result<i64> {
         check_key(key)?;
@@ -408,7 +421,9 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             })
         })
     }
+    // ANCHOR_END: text_incr
 
+    // ANCHOR: text_get_many
     /// One `get k1 … kN`: see "Many keys" in the crate docs. No key, no command (memcached
     /// answers a bare `get` with `ERROR`).
     fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -430,6 +445,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             Ok(values)
         })
     }
+    // ANCHOR_END: text_get_many
 }
 
 /// Appends one command, part by part, to the write buffer.
@@ -452,6 +468,7 @@ pub fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u6
     );
 }
 
+// ANCHOR: text_hit
 /// A reply line to a get of `keys`, the hits before it having answered keys before `next`: a
 /// VALUE's place among the keys ([`reply::place_hit`]) and the length of its data, or `None` for
 /// the `END` that closes the reply. A VALUE for a key not asked, or out of order, means replies
@@ -469,6 +486,7 @@ fn hit(reply: Reply, line: &[u8], keys: &[&[u8]], next: usize) -> Result<Option<
         other => Err(error_of(other, line, "get")),
     }
 }
+// ANCHOR_END: text_hit
 
 /// The error a reply line stands for when it is not one its command expects. `SERVER_ERROR`
 /// (and `NOT_STORED`) mean the server parsed the command and read its data block: the stream is
@@ -486,6 +504,7 @@ fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
     }
 }
 
+// ANCHOR: text_check_key
 /// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.
 pub fn check_key(key: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
@@ -499,6 +518,7 @@ pub fn check_key(key: &[u8]) -> Result<()> {
         None => Ok(()),
     }
 }
+// ANCHOR_END: text_check_key
 
 /// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
 /// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit

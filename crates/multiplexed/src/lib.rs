@@ -288,6 +288,7 @@ impl<P: Protocol> Multiplexed<P> {
     }
     // ANCHOR_END: mux_send
 
+    // ANCHOR: mux_send_all
     /// Queues `commands` back to back under one lock, so that no other caller's command comes
     /// between them; if one is refused, none is queued.
     fn send_all<'a>(
@@ -305,6 +306,7 @@ impl<P: Protocol> Multiplexed<P> {
         self.shared.wake_writer.notify_one();
         queued
     }
+    // ANCHOR_END: mux_send_all
 
     /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs). An
     /// error reply is this caller's [`Error::Server`].
@@ -372,6 +374,7 @@ impl<P: Protocol> Multiplexed<P> {
         }
     }
 
+    // ANCHOR: mux_get_many
     /// Reads `keys` with one command, in order, `None` for each miss: RESP's `MGET` answers a
     /// value per key; memcached's `get k1 … kN` answers only the hits, each placed by the key it
     /// names (see `kvbench_memcached_reply::place_hit`). No key, no command.
@@ -393,7 +396,9 @@ impl<P: Protocol> Multiplexed<P> {
             _ => Err(self.out_of_step("no values")),
         }
     }
+    // ANCHOR_END: mux_get_many
 
+    // ANCHOR: mux_get_many_pipelined
     /// A GET per key, all queued at once (one write, unless the writer is already busy), then
     /// each answer awaited in order.
     pub async fn get_many_pipelined(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -406,6 +411,7 @@ impl<P: Protocol> Multiplexed<P> {
         }
         Ok(values)
     }
+    // ANCHOR_END: mux_get_many_pipelined
 
     /// `HSET key f1 v1 …` (Redis).
     pub async fn hset_many(&self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
@@ -422,6 +428,7 @@ impl<P: Protocol> Multiplexed<P> {
         }
     }
 
+    // ANCHOR: mux_transaction
     /// `MULTI`, a SET per item, `EXEC` (Redis), queued as one command with one slot: see
     /// "Transactions" in the crate docs.
     pub async fn transaction(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
@@ -432,6 +439,7 @@ impl<P: Protocol> Multiplexed<P> {
         let transaction = Command::Transaction(items.len());
         self.call(transaction, &args).await.map(drop)
     }
+    // ANCHOR_END: mux_transaction
 
     /// Every SET queued through the multiplexer, the oldest reply awaited whenever more than
     /// [`SET_MANY_WINDOW`] commands or [`SET_MANY_WINDOW_BYTES`] are waiting. On the first error

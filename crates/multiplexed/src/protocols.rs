@@ -28,9 +28,11 @@ pub enum Command {
     HSet,
     /// Read a hash (`HGETALL`; Redis only).
     HGetAll,
+    // ANCHOR: mux_command_transaction
     /// This many SETs inside `MULTI` … `EXEC` (Redis only): one command with N + 2 replies, so
     /// that the whole transaction is one slot and no other caller's command can come inside it.
     Transaction(usize),
+    // ANCHOR_END: mux_command_transaction
 }
 
 /// A reply, in the contract's terms, whichever protocol it came in.
@@ -96,6 +98,7 @@ impl Protocol for Resp {
                 encode_command(write_buf, &[&[&b"MGET"[..]], keys].concat());
             }
             (Command::HSet, args) => encode_command(write_buf, &[&[&b"HSET"[..]], args].concat()),
+            // ANCHOR: mux_resp_encode_transaction
             (Command::Transaction(sets), items) if items.len() == 2 * sets => {
                 encode_command(write_buf, &[b"MULTI"]);
                 for item in items.chunks_exact(2) {
@@ -103,6 +106,7 @@ impl Protocol for Resp {
                 }
                 encode_command(write_buf, &[b"EXEC"]);
             }
+            // ANCHOR_END: mux_resp_encode_transaction
             _ => return Err(Error::InvalidInput("arguments that do not fit".into())),
         }
         Ok(())
@@ -147,6 +151,7 @@ fn bulk(reply: RespReply) -> Option<Option<Vec<u8>>> {
     }
 }
 
+// ANCHOR: mux_decode_transaction
 /// The N + 2 replies to a transaction of N SETs, all of them or `None`: MULTI's `+OK`, a
 /// `+QUEUED` per SET, then EXEC's array of one `+OK` per SET. An error reply among them (a
 /// refused command, EXEC's `-EXECABORT`) or a nil EXEC (aborted) is the caller's error, the stream
@@ -181,6 +186,7 @@ fn decode_transaction(read_buf: &[u8], sets: usize) -> Result<Option<(Answer, us
     };
     Ok(Some((answer, len)))
 }
+// ANCHOR_END: mux_decode_transaction
 
 /// memcached's text protocol, through `kvbench-memcached-reply` (and `memcached-text`'s checks:
 /// a key is a field of a command line, so it cannot hold a space or a control byte).

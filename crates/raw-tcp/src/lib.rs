@@ -52,6 +52,7 @@ use kvbench_core::{
 };
 use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
+// ANCHOR: raw_tcp_per_token
 /// How a command reaches the socket: this crate's [`Encoding`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteStrategy {
@@ -60,6 +61,7 @@ pub enum WriteStrategy {
     /// One `write` per protocol token (`*3\r\n`, `$3\r\n`, `SET`, `\r\n`, ...): the naive way.
     PerToken,
 }
+// ANCHOR_END: raw_tcp_per_token
 
 impl Encoding for WriteStrategy {
     // ANCHOR: send
@@ -111,9 +113,11 @@ impl Default for Config {
     }
 }
 
+// ANCHOR: raw_tcp_connection
 /// The connection of `raw-tcp` and `raw-unix`: the shared RESP connection, written by a
 /// [`WriteStrategy`].
 pub type RawConnection<S> = Connection<S, WriteStrategy>;
+// ANCHOR_END: raw_tcp_connection
 
 /// Connects over TCP with the given socket settings.
 // ANCHOR: connect_tcp

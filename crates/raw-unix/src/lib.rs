@@ -37,6 +37,7 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<Unix
 }
 // ANCHOR_END: connect_unix
 
+// ANCHOR: raw_unix_spec
 /// The client as the suite lists it: `raw-tcp`'s spec with another name, transport and connect.
 pub const SPEC: ClientSpec = ClientSpec {
     name: "raw-unix",
@@ -50,3 +51,4 @@ pub const SPEC: ClientSpec = ClientSpec {
     },
     ..kvbench_raw_tcp::SPEC
 };
+// ANCHOR_END: raw_unix_spec

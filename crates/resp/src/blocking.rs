@@ -37,18 +37,21 @@ use crate::Header;
 /// that an over-long header line is reported as malformed instead of filling the buffer forever.
 pub const READ_BUF_LEN: usize = crate::MAX_LINE_LEN + 64 * 1024;
 
+// ANCHOR: resp_blocking_encoding
 /// How a command reaches the stream.
 pub trait Encoding {
     /// Writes the command `args` to `stream`, with `write_buf` as reused scratch space. A command
     /// the encoding cannot carry is refused with [`Error::InvalidInput`] before a byte is written.
     fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()>;
 }
+// ANCHOR_END: resp_blocking_encoding
 
 /// The multi-bulk form ([`encode_command`](crate::encode_command)), the whole command in one
 /// `write`: what every client library sends.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MultiBulk;
 
+// ANCHOR: resp_blocking_multibulk
 impl Encoding for MultiBulk {
     fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
         write_buf.clear();
@@ -56,7 +59,9 @@ impl Encoding for MultiBulk {
         Ok(stream.write_all(write_buf)?)
     }
 }
+// ANCHOR_END: resp_blocking_multibulk
 
+// ANCHOR: resp_blocking_connection
 /// A RESP2 connection over any blocking byte stream, sending commands in encoding `E`.
 pub struct Connection<S, E> {
     stream: S,
@@ -68,6 +73,7 @@ pub struct Connection<S, E> {
     /// Set by the first error that leaves us unsure where the next reply starts.
     broken: Broken,
 }
+// ANCHOR_END: resp_blocking_connection
 
 impl<S: Read + Write, E: Encoding> Connection<S, E> {
     /// Wraps a connected stream (timeouts are the caller's to set on it).
@@ -110,6 +116,7 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
         self.broken.note(result)
     }
 
+    // ANCHOR: resp_blocking_pipeline
     /// Writes the commands `encode` appends to the (cleared) write buffer with one `write`, then
     /// reads all their replies with `read`: a pipeline, for a client that offers one
     /// (`buffered`). The whole-reply clock starts once, before the first reply; a reader of many
@@ -127,7 +134,9 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
             read(read_buf, stream)
         })
     }
+    // ANCHOR_END: resp_blocking_pipeline
 
+    // ANCHOR: resp_blocking_call_with
     /// Sends one command and reads its reply with `read`.
     fn call_with<T>(
         &mut self,
@@ -141,6 +150,7 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
             .and_then(|()| read(&mut self.read_buf, &mut self.stream));
         self.broken.note(result)
     }
+    // ANCHOR_END: resp_blocking_call_with
 
     /// Sends one command and reads its reply header.
     fn call(&mut self, args: &[&[u8]]) -> Result<Head> {
@@ -163,6 +173,7 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
     }
 }
 
+// ANCHOR: resp_blocking_impl_client
 impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
     // ANCHOR: raw_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -189,6 +200,7 @@ impl<S: Read + Write + Send, E: Encoding + Send> Client for Connection<S, E> {
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         Ok(self.integer(&[b"DEL", key])? > 0)
     }
+    // ANCHOR_END: resp_blocking_impl_client
 
     fn incr(&mut self, key: &[u8]) -> Result<i64> {
         self.integer(&[b"INCR", key])
@@ -312,6 +324,7 @@ impl Head {
     }
 }
 
+// ANCHOR: resp_blocking_read_head
 /// Reads until one reply header line is complete, and consumes it.
 pub fn read_head(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<Head> {
     read_header(read_buf, stream, |header| match header {
@@ -322,6 +335,7 @@ pub fn read_head(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<He
         Header::Array(count) => Head::Array(count),
     })
 }
+// ANCHOR_END: resp_blocking_read_head
 
 /// Reads until one reply header line is complete, and consumes it once `map` has taken what it
 /// needs of it (the header borrows the read buffer).
@@ -344,6 +358,7 @@ fn lossy(text: &[u8]) -> String {
     String::from_utf8_lossy(text).into_owned()
 }
 
+// ANCHOR: resp_blocking_read_bulk
 /// Reads the body of a bulk reply whose header announced `len` bytes.
 pub fn read_bulk(read_buf: &mut ReadBuffer, stream: &mut impl Read, len: usize) -> Result<Vec<u8>> {
     // <data>\r\n — the one allocation of a GET hit is the value, of the announced size (already
@@ -359,6 +374,7 @@ pub fn read_bulk(read_buf: &mut ReadBuffer, stream: &mut impl Read, len: usize) 
     read_buf.consume(2);
     Ok(value)
 }
+// ANCHOR_END: resp_blocking_read_bulk
 
 /// Reads a status reply that must say `want` (`+OK`, `+QUEUED`): [`read_statuses`] of one.
 pub fn read_status(read_buf: &mut ReadBuffer, stream: &mut impl Read, want: &str) -> Result<()> {
@@ -463,6 +479,7 @@ pub fn read_reply(read_buf: &mut ReadBuffer, stream: &mut impl Read) -> Result<c
     }
 }
 
+// ANCHOR: resp_blocking_read_each
 /// Reads `count` replies in a row — the elements of an array, or the replies to a pipeline —
 /// each with `read_one`, which reports an error reply it has read whole as [`Error::Server`].
 /// Such an error is kept and the rest still read, so that the connection stays in step; the
@@ -490,6 +507,7 @@ pub fn read_each<S: Read, T>(
     }
     first_error.map_or(Ok(items), |first| Err(failed(errors, count, first)))
 }
+// ANCHOR_END: resp_blocking_read_each
 
 /// Reads MGET's reply to `count` keys: an array of exactly `count` bulks or nils, in the keys'
 /// order. Another count is [`Error::Protocol`], before anything is allocated.
@@ -540,6 +558,7 @@ pub fn read_exec(read_buf: &mut ReadBuffer, stream: &mut impl Read, count: usize
     }
 }
 
+// ANCHOR: resp_blocking_read_transaction
 /// Reads the replies to `MULTI`, `count` SETs and `EXEC` sent together: `+OK`, `count`
 /// `+QUEUED`, then [`read_exec`]'s array. A SET refused while queued is reported (as
 /// [`Error::Server`]) once EXEC's reply, `-EXECABORT`, has been read too, so the connection stays
@@ -567,6 +586,7 @@ pub fn read_transaction(
         (Ok(()), exec) => exec,
     }
 }
+// ANCHOR_END: resp_blocking_read_transaction
 
 #[cfg(test)]
 mod tests;

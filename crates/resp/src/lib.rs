@@ -220,6 +220,7 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<(Header<'_>, usize)>, DecodeErr
     header_at(buf, 0)
 }
 
+// ANCHOR: resp_header_at
 /// Parses the header line that starts at `buf[start]`; returns it and the index just past its
 /// CRLF.
 fn header_at(buf: &[u8], start: usize) -> Result<Option<(Header<'_>, usize)>, DecodeError> {
@@ -251,7 +252,9 @@ fn header_at(buf: &[u8], start: usize) -> Result<Option<(Header<'_>, usize)>, De
     };
     Ok(Some((header, end)))
 }
+// ANCHOR_END: resp_header_at
 
+// ANCHOR: resp_line_at
 /// Finds the line whose type byte is `buf[start]` and which ends at the first `\r\n`. Returns the
 /// text between the type byte and the CRLF, and the index just past the CRLF.
 fn line_at(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, DecodeError> {
@@ -290,6 +293,7 @@ fn line_at(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, DecodeErr
         Ok(None)
     }
 }
+// ANCHOR_END: resp_line_at
 
 /// Reads a decimal integer the way Redis writes one: an optional `-`, then digits, with no leading
 /// zero (`0` itself aside), no `+`, no spaces, no `-0`. `None` if it is not one or does not fit
@@ -326,6 +330,7 @@ fn parse_decimal(text: &[u8]) -> Option<i64> {
     Some(value)
 }
 
+// ANCHOR: resp_parse_length
 /// Reads the length of a `$` or `*` header: -1 means nil, anything else must be in `0..=max`.
 fn parse_length(text: &[u8], max: usize, start: usize) -> Result<Option<usize>, DecodeError> {
     let error = |kind| DecodeError::new(kind, start);
@@ -339,6 +344,7 @@ fn parse_length(text: &[u8], max: usize, start: usize) -> Result<Option<usize>, 
         },
     }
 }
+// ANCHOR_END: resp_parse_length
 
 /// The payload of a bulk string whose `$<len>\r\n` header ended at `data_start`: exactly `len`
 /// bytes, then `\r\n`. Returns the data and the index just past the CRLF.
