@@ -65,8 +65,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining, ReadBuffer,
-    Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining, ReadBuffer,
+    Result,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
 
@@ -348,25 +348,17 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<BufferedConnection
 pub const SPEC: ClientSpec = ClientSpec {
     name: "buffered",
     backend: Backend::Redis,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "raw-tcp's reads and writes, plus a pipelined set_many: 64 KiB writes, replies counted on a second thread",
     pipelining: Pipelining::Pipelined(
         "SETs written in 64 KiB chunks while a scoped reader thread counts replies (batches of \
          one chunk: one write, then read, no thread)",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),
     },
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]

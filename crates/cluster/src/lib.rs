@@ -49,8 +49,8 @@ use std::net::TcpStream;
 
 use crc::{CRC_16_XMODEM, Crc, Table};
 use kvbench_core::{
-    Backend, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Operation, Options,
-    Pipelining, ReadBuffer, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining, ReadBuffer,
+    Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
 use kvbench_resp::{Reply, encode_command};
@@ -445,28 +445,21 @@ pub const SPEC: ClientSpec = ClientSpec {
     name: "cluster",
     backend: Backend::RedisCluster,
     transports: &[Transport::Tcp],
-    kind: Kind::HandWritten,
     summary: "Redis Cluster: CRC16 key slots, a slot map from CLUSTER SLOTS, one raw-tcp \
               connection per node, MOVED and ASK followed",
     pipelining: Pipelining::Pipelined(
         "SETs grouped by node, in rounds: every node's 64 KiB chunk written before any reply \
          is read",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(seed) => Ok(Box::new(ClusterClient::connect(seed, options)?)),
         Endpoint::Unix(_) => Err(Error::Unsupported(
             "a cluster announces its nodes by host:port: connect to a node over TCP".into(),
         )),
     },
-    connect_async: None,
-    concurrency: Concurrency::Threads,
     // MGET and MULTI span slots, which a cluster refuses (CROSSSLOT).
     operations: &[Operation::Incr, Operation::Hash],
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]

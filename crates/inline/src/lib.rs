@@ -51,9 +51,7 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use kvbench_core::{
-    Backend, ClientSpec, Error, Kind, Limitation, Operation, Options, Pipelining, Result, Transport,
-};
+use kvbench_core::{Backend, ClientSpec, Error, Limitation, Operation, Options, Result};
 use kvbench_resp::blocking::{self, Connection, Encoding};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
@@ -162,10 +160,7 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<InlineConnection<U
 pub const SPEC: ClientSpec = ClientSpec {
     name: "inline",
     backend: Backend::Redis,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "inline commands (`SET key value\\r\\n`), RESP replies; refuses what the form cannot carry",
-    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
     // ANCHOR: inline_limitations
     limitations: &[
         Limitation {
@@ -184,14 +179,9 @@ pub const SPEC: ClientSpec = ClientSpec {
         },
     ],
     // ANCHOR_END: inline_limitations
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]

@@ -82,8 +82,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Options, Pipelining,
-    ReadBuffer, Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Options, Pipelining, ReadBuffer, Result,
 };
 pub use kvbench_memcached_reply::meta;
 pub use kvbench_memcached_text::{check_key, check_value, exptime};
@@ -108,23 +107,14 @@ const SINGLE: &[u8] = b"0";
 pub const SPEC: ClientSpec = ClientSpec {
     name: "memcached-meta",
     backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "hand-written meta protocol: quiet-mode pipeline (only failures are answered), \
               opaque tokens, sans-I/O reader",
     pipelining: Pipelining::Pipelined(
         "quiet `ms ... q O<i>` commands written in 64 KiB writes, then one `mn`: only failures \
          and the closing MN are read",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect,
-    connect_async: None,
-    concurrency: Concurrency::Threads,
-    operations: &[],
+    ..ClientSpec::HAND_WRITTEN
 };
 
 /// Connects to a memcached endpoint over TCP (with `TCP_NODELAY`: a command is one write) or a

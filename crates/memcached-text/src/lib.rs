@@ -89,8 +89,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining,
-    ReadBuffer, Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining,
+    ReadBuffer, Result,
 };
 
 use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
@@ -138,23 +138,16 @@ const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
 pub const SPEC: ClientSpec = ClientSpec {
     name: "memcached-text",
     backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
     pipelining: Pipelining::Pipelined(
         "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
          chunk is written",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
     // The only hand-written memcached client, and the fastest memcached client there is here.
     loopback_floor: true,
     connect,
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: &[Operation::Incr, Operation::GetMany],
+    ..ClientSpec::HAND_WRITTEN
 };
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.

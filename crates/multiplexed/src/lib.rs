@@ -97,7 +97,7 @@ use std::time::Duration;
 
 use kvbench_core::{
     AsyncClient, Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, ConnectShared,
-    Endpoint, Error, Handle, Kind, Operation, Options, Pipelining, Result, SharedClient, Transport,
+    Endpoint, Error, Handle, Operation, Options, Pipelining, Result, SharedClient,
     connect_shared_boxed,
 };
 use kvbench_memcached_reply::place_hit;
@@ -134,22 +134,16 @@ pub const SPEC: ClientSpec = ClientSpec {
 pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
     name: "multiplexed/memcached",
     backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "the hand-written multiplexer over memcached's text protocol",
     pipelining: Pipelining::Pipelined(
         "sets queued through the multiplexer, at most 4,096 (1 MiB) awaiting replies; the writer \
          sends whatever is queued in one write",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
     connect_async: Some(connect_async_text),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
     operations: &[Operation::Incr, Operation::GetMany],
+    ..ClientSpec::HAND_WRITTEN
 };
 
 /// Where a caller's reply arrives.

@@ -47,8 +47,7 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining, Result,
-    Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Result, Transport,
 };
 use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
@@ -149,19 +148,12 @@ pub const SPEC: ClientSpec = ClientSpec {
     name: "raw-tcp",
     backend: Backend::Redis,
     transports: &[Transport::Tcp],
-    kind: Kind::HandWritten,
     summary: "blocking RESP2 over TCP: one write per command, one reused buffer, TCP_NODELAY",
-    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
     // The fastest Redis client over TCP (one write per command, no pipelining to pay for).
     loopback_floor: true,
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.
