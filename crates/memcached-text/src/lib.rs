@@ -488,7 +488,7 @@ fn hit(reply: Reply, line: &[u8], keys: &[&[u8]], next: usize) -> Result<Option<
 /// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since keys
 /// and lengths are checked before sending, neither should happen. Any other reply belongs to
 /// another command: replies and commands no longer line up.
-fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
+pub fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
     match reply {
         Reply::ServerError(msg) => Error::Server(line[msg].escape_ascii().to_string()),
         Reply::NotStored => Error::Server("NOT_STORED".into()),
