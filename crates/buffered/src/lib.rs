@@ -44,7 +44,7 @@
 //!
 //! **What it gives up.** One error reply fails the whole batch (of SETs, or of pipelined GETs)
 //! with [`Error::Server`], reported only after every reply has been drained (so the connection
-//! stays in sync); the items around it were stored (or read, and dropped). Which items failed is
+//! stays in step); the items around it were stored (or read, and dropped). Which items failed is
 //! not reported. A transaction is all or nothing: a SET refused while queued aborts it. A malformed reply, an I/O error or a
 //! timeout on either thread marks the connection broken and shuts the socket down so the other
 //! thread stops at once instead of waiting for its own timeout. No reconnect, no RESP3.

@@ -25,12 +25,12 @@ pub enum Error {
     /// A read or write made no progress within its timeout.
     #[error("timed out: {0}")]
     Timeout(String),
-    /// The server sent bytes that are not a valid reply. The connection is out of sync and is not
+    /// The server sent bytes that are not a valid reply. The connection is out of step and is not
     /// reused.
     #[error("malformed reply: {0}")]
     Protocol(String),
     /// The server answered with an error reply (`-ERR ...`, `SERVER_ERROR ...`). The connection is
-    /// still in sync and can be used again.
+    /// still in step and can be used again.
     #[error("server error: {0}")]
     Server(String),
     /// The key or value cannot be carried by this client's protocol; nothing was sent.

@@ -70,7 +70,7 @@ impl ReadBuffer {
             (self.start, self.end) = (0, self.end - self.start);
         }
         debug_assert!(self.end < self.buf.len(), "a line longer than the buffer");
-        self.end += read_reply(&mut self.deadline, stream, &mut self.buf[self.end..])?;
+        self.end += read_before_deadline(&mut self.deadline, stream, &mut self.buf[self.end..])?;
         Ok(())
     }
     // ANCHOR_END: core_fill
@@ -92,7 +92,7 @@ impl ReadBuffer {
         self.start += buffered;
         let mut filled = buffered;
         while filled < len {
-            filled += read_reply(&mut self.deadline, stream, &mut value[filled..])?;
+            filled += read_before_deadline(&mut self.deadline, stream, &mut value[filled..])?;
         }
         Ok(value)
     }
@@ -101,7 +101,7 @@ impl ReadBuffer {
 
 /// One `read` of part of a reply, once the reply's deadline is checked: retried if a signal
 /// interrupted it; end of stream is an error, since the reply is not complete.
-fn read_reply(
+fn read_before_deadline(
     deadline: &mut ReplyDeadline,
     stream: &mut impl Read,
     into: &mut [u8],

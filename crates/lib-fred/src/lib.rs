@@ -219,7 +219,7 @@ pub fn map_error(err: FredError) -> Error {
             Error::Io(io::Error::new(io::ErrorKind::ConnectionAborted, message))
         }
         // fred's `pretty_error` files every error reply under one of these kinds; the reply was
-        // read whole, so the connection is still in sync.
+        // read whole, so the connection is still in step.
         ErrorKind::Unknown
         | ErrorKind::InvalidArgument
         | ErrorKind::InvalidCommand

@@ -310,7 +310,7 @@ pub fn map_error(err: MemcacheError) -> Error {
     match err {
         MemcacheError::IOError(io_err) => Error::from(io_err),
         // `SERVER_ERROR ...` (text) is read as one whole line; the server swallows the rest of
-        // the request, so the connection is still in sync.
+        // the request, so the connection is still in step.
         MemcacheError::ServerError(ServerError::Error(line)) => {
             Error::Server(line.trim_end().to_string())
         }

@@ -189,7 +189,7 @@ pub fn map_error(err: RedisError) -> Error {
     }
     match err.kind() {
         // Error replies from the server (`-WRONGTYPE ...`, `-ERR ...`), including the first
-        // failed reply of a pipeline. The whole reply was read: the connection is in sync.
+        // failed reply of a pipeline. The whole reply was read: the connection is in step.
         ErrorKind::Server(_) | ErrorKind::Extension | ErrorKind::AuthenticationFailed => {
             Error::Server(err.to_string())
         }

@@ -80,7 +80,7 @@ pub enum Reply {
     ServerError(Range<usize>),
 }
 
-/// Why bytes cannot be a reply. After any of these the stream is out of sync.
+/// Why bytes cannot be a reply. After any of these the stream is out of step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplyError {
     /// No LF within [`MAX_LINE_LEN`] bytes.

@@ -27,8 +27,8 @@
 //!   of `set ... noreply` would need no reads at all. But the server then stays silent on
 //!   failure too (a too-large value is dropped without a word; checked on memcached 1.6.18), and
 //!   a malformed line still gets an error reply that a noreply client never reads, leaving the
-//!   stream out of sync. This client sends no `noreply` and checks every reply; its pipeline
-//!   ([`TextClient::set_many`]) reads replies while it writes, so the server can never block on
+//!   stream out of step. This client sends no `noreply` and checks every reply; its pipeline
+//!   ([`TextConnection::set_many`]) reads replies while it writes, so the server can never block on
 //!   a full output buffer while this side is still writing.
 //! - **Many keys, one command, silent misses.** `get k1 … kN` ([`Client::get_many`]) is answered
 //!   by a VALUE block for each hit, in the order of the keys (a key asked twice is answered
@@ -70,7 +70,7 @@
 //! and also each whole reply: the socket's own timeout only notices a server that goes silent,
 //! so a server dripping a byte every 100 ms would otherwise hold a call for as long as it liked.
 //! A reply (in a pipeline: each reply) still incomplete after the read timeout fails with
-//! [`Error::Timeout`] at the next read. See [`TextClient::set_reply_timeout`].
+//! [`Error::Timeout`] at the next read. See [`TextConnection::set_reply_timeout`].
 //!
 //! # Compare with
 //!
@@ -134,22 +134,6 @@ pub const CHUNK_LEN: usize = 32 * 1024;
 /// Largest expiry memcached treats as relative; above it, an exptime is an absolute Unix time.
 const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
 
-/// This client in the suite's list.
-pub const SPEC: ClientSpec = ClientSpec {
-    name: "memcached-text",
-    backend: Backend::Memcached,
-    summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
-    pipelining: Pipelining::Pipelined(
-        "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
-         chunk is written",
-    ),
-    // The only hand-written memcached client, and the fastest memcached client there is here.
-    loopback_floor: true,
-    connect,
-    operations: &[Operation::Incr, Operation::GetMany],
-    ..ClientSpec::HAND_WRITTEN
-};
-
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.
 pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
     Ok(match endpoint {
@@ -159,36 +143,37 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
 }
 
 /// Connects over TCP with `TCP_NODELAY` (a command is one write; nothing is gained by waiting).
-pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextClient<TcpStream>> {
-    let mut client = TextClient::new(kvbench_core::connect_tcp_stream(addr, options, true)?);
-    client.set_reply_timeout(Some(options.read_timeout));
-    Ok(client)
+pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextConnection<TcpStream>> {
+    let mut connection =
+        TextConnection::new(kvbench_core::connect_tcp_stream(addr, options, true)?);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 /// Connects over a Unix socket (no connect timeout: see the crate docs).
-pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStream>> {
-    let mut client = TextClient::new(kvbench_core::connect_unix_stream(path, options)?);
-    client.set_reply_timeout(Some(options.read_timeout));
-    Ok(client)
+pub fn connect_unix(path: &Path, options: &Options) -> Result<TextConnection<UnixStream>> {
+    let mut connection = TextConnection::new(kvbench_core::connect_unix_stream(path, options)?);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 // ANCHOR: text_client
 /// A connection speaking the memcached text protocol over any byte stream.
-pub struct TextClient<S> {
+pub struct TextConnection<S> {
     stream: S,
     /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
     write_buf: Vec<u8>,
     /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
     read_buf: ReadBuffer,
-    /// Set by the first error that leaves the stream out of sync; the connection is not reused.
+    /// Set by the first error that leaves the stream out of step; the connection is not reused.
     broken: Broken,
 }
 // ANCHOR_END: text_client
 
-impl<S: Read + Write> TextClient<S> {
+impl<S: Read + Write> TextConnection<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
     pub fn new(stream: S) -> Self {
-        TextClient {
+        TextConnection {
             stream,
             write_buf: Vec::with_capacity(1024),
             read_buf: ReadBuffer::new(READ_BUF_LEN),
@@ -208,13 +193,13 @@ impl<S: Read + Write> TextClient<S> {
         &mut self.stream
     }
 
-    /// True once an error has left the connection out of sync; every call then fails at once.
+    /// True once an error has left the connection out of step; every call then fails at once.
     pub fn is_broken(&self) -> bool {
         self.broken.is_broken()
     }
 
     // ANCHOR: text_exchange
-    /// Runs one exchange; an error that leaves the stream out of sync marks the connection broken.
+    /// Runs one exchange; an error that leaves the stream out of step marks the connection broken.
     fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.broken.check()?;
         let result = op(self);
@@ -223,7 +208,7 @@ impl<S: Read + Write> TextClient<S> {
     // ANCHOR_END: text_exchange
 
     /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
-    fn send(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         self.stream.write_all(&self.write_buf)?;
         self.write_buf.clear();
         Ok(())
@@ -287,7 +272,7 @@ impl<S: Read + Write> TextClient<S> {
         check_value(value)?;
         self.exchange(|c| {
             encode_set(&mut c.write_buf, key, value, exptime);
-            c.send()?;
+            c.flush()?;
             c.read_stored()
         })
     }
@@ -298,7 +283,7 @@ impl<S: Read + Write> TextClient<S> {
     /// why it cannot deadlock.
     ///
     /// After the first error reply, no further chunk is sent; the replies already owed are still
-    /// read (so the connection stays in sync) and then that first error is returned. Commands in
+    /// read (so the connection stays in step) and then that first error is returned. Commands in
     /// chunks sent before the error may have been carried out. A malformed reply stops at once.
     fn pipeline<T>(
         &mut self,
@@ -321,7 +306,7 @@ impl<S: Read + Write> TextClient<S> {
                 sent += 1;
             }
             if sent > chunk_start {
-                self.send()?;
+                self.flush()?;
             }
             // ANCHOR: text_pipeline_drain
             // Then the replies to the chunk before it.
@@ -342,13 +327,13 @@ impl<S: Read + Write> TextClient<S> {
     // ANCHOR_END: text_pipeline
 }
 
-impl<S: Read + Write + Send> Client for TextClient<S> {
+impl<S: Read + Write + Send> Client for TextConnection<S> {
     // ANCHOR: text_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"get ", key, b"\r\n"]);
-            c.send()?;
+            c.flush()?;
             c.read_get(key)
         })
     }
@@ -366,7 +351,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"delete ", key, b"\r\n"]);
-            c.send()?;
+            c.flush()?;
             c.read_line(|reply, line| match reply {
                 Reply::Deleted => Ok(true),
                 Reply::NotFound => Ok(false),
@@ -402,7 +387,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"incr ", key, b" 1\r\n"]);
-            c.send()?;
+            c.flush()?;
             let key = key.escape_ascii();
             c.read_line(|reply, line| match reply {
                 Reply::Number(n) => i64::try_from(n)
@@ -429,7 +414,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             keys.iter()
                 .for_each(|key| encode_line(&mut c.write_buf, &[b" ", key]));
             c.write_buf.extend_from_slice(b"\r\n");
-            c.send()?;
+            c.flush()?;
             let (mut values, mut next) = (vec![None; keys.len()], 0);
             while let Some((i, len)) = c.read_line(|reply, line| hit(reply, line, keys, next))? {
                 values[i] = Some(c.read_value(len, false)?);
@@ -483,9 +468,9 @@ fn hit(reply: Reply, line: &[u8], keys: &[&[u8]], next: usize) -> Result<Option<
 
 /// The error a reply line stands for when it is not one its command expects. `SERVER_ERROR`
 /// (and `NOT_STORED`) mean the server parsed the command and read its data block: the stream is
-/// in sync, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command
+/// in step, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command
 /// line, and for a `set` it then reads the data block as a command (memcached 1.6 answers
-/// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since keys
+/// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of step, so [`Error::Protocol`]. Since keys
 /// and lengths are checked before sending, neither should happen. Any other reply belongs to
 /// another command: replies and commands no longer line up.
 pub fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
@@ -515,7 +500,7 @@ pub fn check_key(key: &[u8]) -> Result<()> {
 
 /// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
 /// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit
-/// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in sync.
+/// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in step.
 pub fn check_value(value: &[u8]) -> Result<()> {
     match value.len() {
         0..=MAX_VALUE_LEN => Ok(()),
@@ -540,3 +525,19 @@ pub fn exptime(ttl_secs: u32) -> Result<u64> {
         }
     }
 }
+
+/// This client in the suite's list.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "memcached-text",
+    backend: Backend::Memcached,
+    summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
+    pipelining: Pipelining::Pipelined(
+        "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
+         chunk is written",
+    ),
+    // The only hand-written memcached client, and the fastest memcached client there is here.
+    loopback_floor: true,
+    connect,
+    operations: &[Operation::Incr, Operation::GetMany],
+    ..ClientSpec::HAND_WRITTEN
+};

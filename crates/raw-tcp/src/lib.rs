@@ -38,7 +38,7 @@
 //! **How to read it.** The connection itself is [`kvbench_resp::blocking::Connection`], generic
 //! over the stream (so `raw-unix` reuses it unchanged) and over how a command is encoded (so
 //! `inline` does too). Open `crates/resp/src/blocking.rs` first: a command is encoded and written
-//! by its [`Encoding`], the reply header read by `read_head`, a bulk value by `read_bulk`, straight
+//! by its [`Encoding`], the reply header read by `read_header`, a bulk value by `read_bulk`, straight
 //! into a `Vec` of the announced size. What is left here is this crate's own lesson: the two ways
 //! of writing a command ([`WriteStrategy`]) and the four specs that measure them.
 #![deny(missing_docs)]

@@ -22,7 +22,7 @@
 //! - [`decode`] checks, then builds a [`Reply`] (mini-redis's `Frame::check` then `Frame::parse`).
 //!
 //! "Need more bytes" is `Ok(None)`, a normal outcome. Malformed bytes are a [`DecodeError`] that
-//! names what was wrong and where; after one, the stream is out of sync and the connection must
+//! names what was wrong and where; after one, the stream is out of step and the connection must
 //! be dropped, which is what its conversion to [`kvbench_core::Error::Protocol`] says.
 //!
 //! ```
@@ -64,7 +64,7 @@
 //! - RESP3 (`_`, `,`, `#`, `%`, `~`, `>`, ...) is rejected as an unknown type byte: the clients
 //!   never send `HELLO 3`, so a RESP3 reply means something is wrong.
 //! - Numbers are read the way Redis writes them and nothing else: an optional `-`, digits, no
-//!   leading zero, no `+`, no spaces. Leniency here would only hide a stream that is out of sync.
+//!   leading zero, no `+`, no spaces. Leniency here would only hide a stream that is out of step.
 //! - [`decode`] copies every string into a `Vec` of its own. Borrowing from the buffer would save
 //!   the copy but tie the reply to the buffer's lifetime; [`parse_header`] is the zero-copy path.
 //! - There is no saved state between calls: a reply arriving over many reads is rescanned from its
@@ -86,7 +86,7 @@ pub mod blocking;
 
 /// Longest bulk string accepted, in bytes: Redis's default `proto-max-bulk-len` (512 MiB). A
 /// server with default settings cannot hold a longer string, so a longer claim means the stream
-/// is out of sync (or the peer is not a Redis server).
+/// is out of step (or the peer is not a Redis server).
 pub const MAX_BULK_LEN: usize = 512 * 1024 * 1024;
 
 /// Most elements accepted in one array: hiredis's default `REDIS_READER_MAX_ARRAY_ELEMENTS`
@@ -156,7 +156,7 @@ pub enum DecodeErrorKind {
     TooDeep,
 }
 
-/// Bytes that are not a valid RESP2 reply. The stream they came from is out of sync.
+/// Bytes that are not a valid RESP2 reply. The stream they came from is out of step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} at byte {offset}")]
 pub struct DecodeError {
@@ -183,7 +183,7 @@ impl DecodeError {
 }
 
 impl From<DecodeError> for kvbench_core::Error {
-    /// Malformed bytes break the connection: it is out of sync and must not be reused.
+    /// Malformed bytes break the connection: it is out of step and must not be reused.
     fn from(err: DecodeError) -> Self {
         kvbench_core::Error::Protocol(err.to_string())
     }
