@@ -49,12 +49,8 @@
 //! timeout on either thread marks the connection broken and shuts the socket down so the other
 //! thread stops at once instead of waiting for its own timeout. No reconnect, no RESP3.
 //!
-//! **Timeouts.** [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has none: `std`
-//! offers no `UnixStream::connect_timeout`, and a local connect only waits while the server's
-//! accept backlog is full). [`Options::write_timeout`] bounds each `write`.
-//! [`Options::read_timeout`] bounds each `read` and also each whole reply, so a server dripping
-//! a byte at a time cannot hold a call for ever: a reply (in a pipeline: the next reply) still
-//! incomplete after the timeout fails with [`Error::Timeout`] at the next read.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply
+//! is bounded on its own.
 #![deny(missing_docs)]
 
 use std::io::{self, Read, Write};

@@ -38,12 +38,8 @@
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
 //!
-//! **Timeouts.** [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has none: `std`
-//! offers no `UnixStream::connect_timeout`, and a local connect only waits while the server's
-//! accept backlog is full). [`Options::write_timeout`] bounds each `write`.
-//! [`Options::read_timeout`] bounds each `read` and also each whole reply, so a server dripping
-//! a byte at a time cannot hold a call for ever: a reply still incomplete after the timeout fails
-//! with [`Error::Timeout`] at the next read.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply
+//! is bounded on its own.
 #![deny(missing_docs)]
 
 use std::io::Write;

@@ -72,9 +72,8 @@
 //!
 //! # Timeouts
 //!
-//! As `memcached-text`: [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has
-//! none in `std`), [`Options::write_timeout`] each `write`, and [`Options::read_timeout`] each
-//! `read` and also each whole reply line, however slowly its bytes trickle in.
+//! [core's timeout rules](kvbench_core::Options#timeouts), each reply line bounded on its own
+//! ([`MetaConnection::set_reply_timeout`]).
 #![deny(missing_docs)]
 
 use std::io::{Read, Write};

@@ -65,12 +65,8 @@
 //!
 //! # Timeouts
 //!
-//! [`Options::connect_timeout`] bounds a TCP connect; a Unix connect has none (above).
-//! [`Options::write_timeout`] bounds each `write`. [`Options::read_timeout`] bounds each `read`
-//! and also each whole reply: the socket's own timeout only notices a server that goes silent,
-//! so a server dripping a byte every 100 ms would otherwise hold a call for as long as it liked.
-//! A reply (in a pipeline: each reply) still incomplete after the read timeout fails with
-//! [`Error::Timeout`] at the next read. See [`TextConnection::set_reply_timeout`].
+//! [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply is bounded on
+//! its own. See [`TextConnection::set_reply_timeout`].
 //!
 //! # Compare with
 //!
@@ -82,21 +78,22 @@
 
 pub use kvbench_memcached_reply as reply;
 
+mod checks;
+
+pub use checks::{MAX_KEY_LEN, check_key, check_value, exptime};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kvbench_core::{
     Backend, Broken, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining,
     ReadBuffer, Result,
 };
 
-use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
-
-/// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
-pub const MAX_KEY_LEN: usize = 250;
+use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, Reply, VALUE_TRAILER};
 
 /// Read buffer size. Reply lines are parsed in place; a value's data is copied out of it into its
 /// own `Vec`, and what of a value has not arrived yet is read straight into that `Vec`. 64 KiB
@@ -130,9 +127,6 @@ pub const CHUNK_ITEMS: usize = 256;
 /// for with nothing left to overlap.
 pub const CHUNK_LEN: usize = 32 * 1024;
 // ANCHOR_END: text_chunk_len
-
-/// Largest expiry memcached treats as relative; above it, an exptime is an absolute Unix time.
-const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.
 pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
@@ -232,8 +226,8 @@ impl<S: Read + Write> TextConnection<S> {
     }
     // ANCHOR_END: text_read_line
 
-    /// The data after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`] by the
-    /// decoder), found by its count and put in a `Vec` of exactly that size, then what follows
+    /// The data after a VALUE line announcing `len` bytes (capped at
+    /// [`MAX_VALUE_LEN`](reply::MAX_VALUE_LEN) by the decoder), found by its count and put in a `Vec` of exactly that size, then what follows
     /// it: `\r\nEND\r\n` after the `last` value of a reply, else its CRLF alone (inside a
     /// multi-key get, where another VALUE or the END comes next).
     fn read_value(&mut self, len: usize, last: bool) -> Result<Vec<u8>> {
@@ -479,50 +473,6 @@ pub fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
         Reply::NotStored => Error::Server("NOT_STORED".into()),
         Reply::ClientError(msg) => Error::Protocol(line[msg].escape_ascii().to_string()),
         other => Error::Protocol(format!("{other:?} answers {command}")),
-    }
-}
-
-// ANCHOR: text_check_key
-/// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.
-pub fn check_key(key: &[u8]) -> Result<()> {
-    if key.is_empty() || key.len() > MAX_KEY_LEN {
-        let msg = format!("key of {} bytes, not 1..={MAX_KEY_LEN}", key.len());
-        return Err(Error::InvalidInput(msg));
-    }
-    match key.iter().find(|&&byte| byte <= b' ' || byte == 0x7f) {
-        Some(byte) => Err(Error::InvalidInput(format!(
-            "key holds space/control byte {byte:#04x}"
-        ))),
-        None => Ok(()),
-    }
-}
-// ANCHOR_END: text_check_key
-
-/// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
-/// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit
-/// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in step.
-pub fn check_value(value: &[u8]) -> Result<()> {
-    match value.len() {
-        0..=MAX_VALUE_LEN => Ok(()),
-        len => Err(Error::InvalidInput(format!(
-            "value of {len} bytes, over {MAX_VALUE_LEN}"
-        ))),
-    }
-}
-
-/// memcached's exptime for a TTL. 0 would mean "never expires", so it is refused; above 30 days
-/// memcached reads the number as an absolute Unix time, so such a TTL is sent as now + TTL (which
-/// assumes client and server clocks agree).
-pub fn exptime(ttl_secs: u32) -> Result<u64> {
-    match ttl_secs {
-        0 => Err(Error::InvalidInput("ttl 0 would mean: never expire".into())),
-        1..=MAX_RELATIVE_EXPTIME => Ok(u64::from(ttl_secs)),
-        _ => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default();
-            Ok(now.as_secs() + u64::from(ttl_secs))
-        }
     }
 }
 

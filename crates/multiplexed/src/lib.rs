@@ -61,7 +61,8 @@
 //! (`Shared::fail`): every caller waiting gets that error at once, and every later call fails
 //! without touching the socket. There is no reconnect.
 //!
-//! A call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
+//! The [timeout rules](kvbench_core::Options#timeouts) every client follows hold here as timers:
+//! a call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
 //! later reply fails the connection, as a read timeout does in every hand-written client:
 //! replies come in order, so every caller behind the late one is stuck too. Each batch's `write`
 //! gets at most [`Options::write_timeout`]. The connection is opened as every hand-written client

@@ -16,11 +16,8 @@
 //! **What it gives up.** Everything `raw-tcp` gives up, plus reach: a Unix socket only works on
 //! the same machine, so it says nothing about a real network.
 //!
-//! **Timeouts.** Reads and writes are bounded exactly as in `raw-tcp` (the read timeout also
-//! bounds each whole reply). The connect is not: `std` has no `UnixStream::connect_timeout`.
-//! A local connect fails at once when nothing listens, and completes at once while the server's
-//! accept backlog has room; only a server that has stopped calling `accept` with a full backlog
-//! makes it wait, and then it waits until the server accepts or exits.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts), as in `raw-tcp`; what this
+//! transport changes is that the connect has none (`std` has no `UnixStream::connect_timeout`).
 #![deny(missing_docs)]
 
 use std::os::unix::net::UnixStream;

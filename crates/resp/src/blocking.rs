@@ -41,7 +41,8 @@ pub const READ_BUF_LEN: usize = crate::MAX_LINE_LEN + 64 * 1024;
 /// How a command reaches the stream.
 pub trait Encoding {
     /// Writes the command `args` to `stream`, with `write_buf` as reused scratch space. A command
-    /// the encoding cannot carry is refused with [`Error::InvalidInput`] before a byte is written.
+    /// the encoding cannot carry is refused with
+    /// [`Error::InvalidInput`](kvbench_core::Error::InvalidInput) before a byte is written.
     fn send(&self, stream: &mut impl Write, write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()>;
 }
 // ANCHOR_END: resp_blocking_encoding

@@ -267,7 +267,7 @@ pub(super) fn read_exec(
 
 // ANCHOR: resp_blocking_read_transaction
 /// Reads the replies to `MULTI`, `count` SETs and `EXEC` sent together: `+OK`, `count`
-/// `+QUEUED`, then [`read_exec`]'s array. A SET refused while queued is reported (as
+/// `+QUEUED`, then `read_exec`'s array. A SET refused while queued is reported (as
 /// [`Error::Server`]) once EXEC's reply, `-EXECABORT`, has been read too, so the connection stays
 /// in step. A refused MULTI is [`Error::Protocol`]: the SETs then ran on their own, and what
 /// follows is not what was asked for.
