@@ -71,7 +71,7 @@ fmt:
 	$(CARGO) fmt --all
 
 # --- Reports (crates/report; see reports/README.md) -------------------------------------------
-.PHONY: report compare test-report lessons
+.PHONY: report compare test-report lessons tour
 
 ## Run id for `report` and `test-report`: a folder under reports/ (default: the latest run).
 RUN ?= latest
@@ -89,10 +89,15 @@ compare:
 ## `reference` here): the generated blocks of docs/lessons.md, of each client crate's README and of
 ## README.md, then reports/$(RUN)/lessons.md and index.html. SPLIT_RUN=<id> names the
 ## split-placement run lesson 9 compares with (default: reports/$(RUN)/split/ if present).
-lessons:
+lessons: tour
 	$(CARGO) run -q --release -p kvbench-report -- lessons \
 	  reports/$(if $(filter command line environment,$(origin RUN)),$(RUN),reference) \
 	  $(if $(SPLIT_RUN),--split reports/$(SPLIT_RUN))
+
+## Rewrites the code links of docs/tour.md (its last block) from the `// ANCHOR:` markers: the
+## tour names an anchor (`[text][anchor]`), the block gives its current file and lines.
+tour:
+	$(CARGO) run -q --release -p kvbench-report -- tour
 
 ## Renders reports/$(RUN) and opens it in headless Chromium (installed if missing): fails on a
 ## console error, a missing chart or a dead link; saves reports/$(RUN)/screenshot.png.

@@ -44,17 +44,13 @@
 //!
 //! **What it gives up.** One error reply fails the whole batch (of SETs, or of pipelined GETs)
 //! with [`Error::Server`], reported only after every reply has been drained (so the connection
-//! stays in sync); the items around it were stored (or read, and dropped). Which items failed is
+//! stays in step); the items around it were stored (or read, and dropped). Which items failed is
 //! not reported. A transaction is all or nothing: a SET refused while queued aborts it. A malformed reply, an I/O error or a
 //! timeout on either thread marks the connection broken and shuts the socket down so the other
 //! thread stops at once instead of waiting for its own timeout. No reconnect, no RESP3.
 //!
-//! **Timeouts.** [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has none: `std`
-//! offers no `UnixStream::connect_timeout`, and a local connect only waits while the server's
-//! accept backlog is full). [`Options::write_timeout`] bounds each `write`.
-//! [`Options::read_timeout`] bounds each `read` and also each whole reply, so a server dripping
-//! a byte at a time cannot hold a call for ever: a reply (in a pipeline: the next reply) still
-//! incomplete after the timeout fails with [`Error::Timeout`] at the next read.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply
+//! is bounded on its own.
 #![deny(missing_docs)]
 
 use std::io::{self, Read, Write};
@@ -65,8 +61,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining, ReadBuffer,
-    Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining, ReadBuffer,
+    Result,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
 
@@ -77,6 +73,7 @@ use kvbench_resp::blocking::{self, Connection, MultiBulk};
 pub const CHUNK_LEN: usize = 64 * 1024;
 // ANCHOR_END: chunk_len
 
+// ANCHOR: buffered_duplex
 /// A socket that one thread can read while another writes, through shared references, and that
 /// either thread can shut down to wake the other.
 pub trait Duplex: Send + Sync {
@@ -84,6 +81,7 @@ pub trait Duplex: Send + Sync {
     /// blocked write fails.
     fn shutdown_both(&self) -> io::Result<()>;
 }
+// ANCHOR_END: buffered_duplex
 
 impl Duplex for TcpStream {
     fn shutdown_both(&self) -> io::Result<()> {
@@ -128,6 +126,7 @@ where
     }
 }
 
+// ANCHOR: buffered_chunks
 /// Encodes SETs for the leading items into `write_buf` (cleared first) until it holds at least
 /// [`CHUNK_LEN`] bytes; returns how many items it took (at least one, if there is one).
 fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
@@ -142,6 +141,7 @@ fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
     }
     taken
 }
+// ANCHOR_END: buffered_chunks
 
 /// Appends `SET key value` in multi-bulk form: the same bytes as
 /// `kvbench_resp::encode_command(write_buf, &[b"SET", key, value])` (a test checks), with the constant
@@ -344,25 +344,17 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<BufferedConnection
 pub const SPEC: ClientSpec = ClientSpec {
     name: "buffered",
     backend: Backend::Redis,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "raw-tcp's reads and writes, plus a pipelined set_many: 64 KiB writes, replies counted on a second thread",
     pipelining: Pipelining::Pipelined(
         "SETs written in 64 KiB chunks while a scoped reader thread counts replies (batches of \
          one chunk: one write, then read, no thread)",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(addr) => Ok(Box::new(connect_tcp(addr, options)?) as Box<dyn Client>),
         Endpoint::Unix(path) => Ok(Box::new(connect_unix(path, options)?)),
     },
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]

@@ -292,7 +292,7 @@ fn error_replies_fail_the_batch_after_every_reply_is_drained() {
             other => panic!("want Error::Server, got {other:?}"),
         }
         assert_eq!(dbsize(&mut reference), items / 2);
-        // The connection is still in sync: the next reply is the next command's.
+        // The connection is still in step: the next reply is the next command's.
         assert_eq!(con.get(b"ok:2").unwrap(), Some(b"v".to_vec()));
         con.set(b"ok:after", b"yes").unwrap();
         assert_eq!(con.get(b"ok:after").unwrap(), Some(b"yes".to_vec()));

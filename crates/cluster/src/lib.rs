@@ -39,9 +39,9 @@
 //! first error reply, or a node that fails, fails the batch and closes every node's connection,
 //! so that no reply the batch leaves unread can reach a later call).
 //!
-//! **Timeouts.** Each node's connection has the [`Options`]' timeouts, the read timeout bounding
-//! each whole reply too. A call follows at most [`MAX_REDIRECTS`] redirections, so its time is
-//! bounded by a few timeouts even while slots move.
+//! **Timeouts.** Each node's connection follows [core's timeout
+//! rules](kvbench_core::Options#timeouts). A call follows at most [`MAX_REDIRECTS`] redirections,
+//! so its time is bounded by a few timeouts even while slots move.
 #![deny(missing_docs)]
 
 use std::io::Write;
@@ -49,11 +49,16 @@ use std::net::TcpStream;
 
 use crc::{CRC_16_XMODEM, Crc, Table};
 use kvbench_core::{
-    Backend, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Operation, Options,
-    Pipelining, ReadBuffer, Result, Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining, ReadBuffer,
+    Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
-use kvbench_resp::{Reply, encode_command};
+use kvbench_resp::encode_command;
+
+mod map;
+
+pub use map::Redirect;
+use map::slot_ranges;
 
 /// Hash slots in a Redis Cluster.
 pub const SLOTS: u16 = 16384;
@@ -84,35 +89,6 @@ pub fn key_slot(key: &[u8]) -> u16 {
     CRC16.checksum(tag.unwrap_or(key)) % SLOTS
 }
 // ANCHOR_END: key_slot
-
-/// Where a node sends a command for a key it does not serve, parsed from its error reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Redirect {
-    /// `MOVED <slot> <host:port>`: the slot is served there now; the map is stale.
-    Moved(String),
-    /// `ASK <slot> <host:port>`: the slot is migrating and the key is there; ask once, after
-    /// `ASKING`.
-    Ask(String),
-}
-
-impl Redirect {
-    /// Parses an error reply's message, such as `MOVED 3999 127.0.0.1:6381`.
-    pub fn parse(message: &str) -> Option<Redirect> {
-        let mut words = message.split(' ');
-        let (kind, slot, addr) = (words.next()?, words.next()?, words.next()?);
-        slot.parse::<u16>().ok().filter(|&slot| slot < SLOTS)?;
-        match kind {
-            "MOVED" => Some(Redirect::Moved(addr.to_string())),
-            "ASK" => Some(Redirect::Ask(addr.to_string())),
-            _ => None,
-        }
-    }
-
-    /// True for `MOVED`: the map is stale.
-    pub fn is_moved(&self) -> bool {
-        matches!(self, Redirect::Moved(_))
-    }
-}
 
 /// One node's connection: `raw-tcp`'s.
 type Conn = Connection<TcpStream, MultiBulk>;
@@ -247,6 +223,7 @@ impl ClusterClient {
     }
     // ANCHOR_END: route
 
+    // ANCHOR: cluster_by_node
     /// Sends the command `encode` writes for item `i` to the node serving `keys[i]`, in rounds
     /// (see "Pipelining across nodes" in the crate docs), and reads each reply with `read`.
     /// Returns each item's result in the caller's order, `None` for an item a node redirected.
@@ -332,47 +309,7 @@ impl ClusterClient {
         // ANCHOR_END: scatter_rounds
         Ok(moved)
     }
-}
-
-/// `CLUSTER SLOTS` → `(first slot, last slot, host:port of its primary)`, each range checked.
-// ANCHOR: slot_ranges
-fn slot_ranges(reply: Reply) -> Result<Vec<(u16, u16, String)>> {
-    let bad = || Error::Protocol("unexpected CLUSTER SLOTS reply".into());
-    match reply {
-        Reply::Array(Some(ranges)) => ranges
-            .iter()
-            .map(|r| slot_range(r).ok_or_else(bad))
-            .collect(),
-        Reply::Error(message) => Err(Error::Server(lossy(&message))),
-        _ => Err(bad()),
-    }
-}
-
-/// One element of the map: `[start, end, [ip, port, id, …], replicas…]`.
-fn slot_range(range: &Reply) -> Option<(u16, u16, String)> {
-    let Reply::Array(Some(fields)) = range else {
-        return None;
-    };
-    let [
-        Reply::Integer(start),
-        Reply::Integer(end),
-        Reply::Array(Some(primary)),
-        ..,
-    ] = &fields[..]
-    else {
-        return None;
-    };
-    let [Reply::Bulk(Some(ip)), Reply::Integer(port), ..] = &primary[..] else {
-        return None;
-    };
-    let slot = |n: i64| u16::try_from(n).ok().filter(|&slot| slot < SLOTS);
-    let (start, end) = (slot(*start)?, slot(*end)?);
-    (start <= end).then(|| (start, end, format!("{}:{port}", lossy(ip))))
-}
-// ANCHOR_END: slot_ranges
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    // ANCHOR_END: cluster_by_node
 }
 
 impl Client for ClusterClient {
@@ -443,32 +380,27 @@ pub const SPEC: ClientSpec = ClientSpec {
     name: "cluster",
     backend: Backend::RedisCluster,
     transports: &[Transport::Tcp],
-    kind: Kind::HandWritten,
     summary: "Redis Cluster: CRC16 key slots, a slot map from CLUSTER SLOTS, one raw-tcp \
               connection per node, MOVED and ASK followed",
     pipelining: Pipelining::Pipelined(
         "SETs grouped by node, in rounds: every node's 64 KiB chunk written before any reply \
          is read",
     ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
     connect: |endpoint, options| match endpoint {
         Endpoint::Tcp(seed) => Ok(Box::new(ClusterClient::connect(seed, options)?)),
         Endpoint::Unix(_) => Err(Error::Unsupported(
             "a cluster announces its nodes by host:port: connect to a node over TCP".into(),
         )),
     },
-    connect_async: None,
-    concurrency: Concurrency::Threads,
     // MGET and MULTI span slots, which a cluster refuses (CROSSSLOT).
     operations: &[Operation::Incr, Operation::Hash],
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]
 mod tests {
+    use kvbench_resp::Reply;
+
     use super::*;
 
     #[test]

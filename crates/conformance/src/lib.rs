@@ -330,7 +330,7 @@ fn hit(c: &mut Case) -> Outcome {
 fn miss(c: &mut Case) -> Outcome {
     let key = c.key("never-written");
     expect_miss(c.client.get(&key)?, "client get")?;
-    // A miss must leave the connection in sync: the next reply is the next command's.
+    // A miss must leave the connection in step: the next reply is the next command's.
     c.still_usable()
 }
 
@@ -456,7 +456,7 @@ fn set_many(c: &mut Case) -> Outcome {
             )?;
         }
     }
-    // The connection is in sync after a pipeline: the next reply belongs to the next command.
+    // The connection is in step after a pipeline: the next reply belongs to the next command.
     c.still_usable()
 }
 

@@ -84,7 +84,7 @@ fn expect_timeout<T: std::fmt::Debug>(
     Ok(())
 }
 
-/// After a timeout the connection is out of sync: the next call must fail without waiting.
+/// After a timeout the connection is out of step: the next call must fail without waiting.
 fn expect_broken(client: &mut dyn Client) -> Result<(), String> {
     let started = Instant::now();
     match client.get(b"k") {

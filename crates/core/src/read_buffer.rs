@@ -59,6 +59,7 @@ impl ReadBuffer {
         self.start += n;
     }
 
+    // ANCHOR: core_fill
     /// One `read` into the free end of the buffer, first moving the pending bytes to the front if
     /// the buffer is full (or rewinding it when nothing is pending, which is free).
     pub fn fill(&mut self, stream: &mut impl Read) -> Result<()> {
@@ -69,10 +70,12 @@ impl ReadBuffer {
             (self.start, self.end) = (0, self.end - self.start);
         }
         debug_assert!(self.end < self.buf.len(), "a line longer than the buffer");
-        self.end += read_reply(&mut self.deadline, stream, &mut self.buf[self.end..])?;
+        self.end += read_before_deadline(&mut self.deadline, stream, &mut self.buf[self.end..])?;
         Ok(())
     }
+    // ANCHOR_END: core_fill
 
+    // ANCHOR: core_take_value
     /// Takes the next `len` bytes as a value of its own: the bytes already buffered are copied,
     /// the rest are read from `stream` straight into the value, with no detour through this buffer.
     ///
@@ -89,15 +92,16 @@ impl ReadBuffer {
         self.start += buffered;
         let mut filled = buffered;
         while filled < len {
-            filled += read_reply(&mut self.deadline, stream, &mut value[filled..])?;
+            filled += read_before_deadline(&mut self.deadline, stream, &mut value[filled..])?;
         }
         Ok(value)
     }
+    // ANCHOR_END: core_take_value
 }
 
 /// One `read` of part of a reply, once the reply's deadline is checked: retried if a signal
 /// interrupted it; end of stream is an error, since the reply is not complete.
-fn read_reply(
+fn read_before_deadline(
     deadline: &mut ReplyDeadline,
     stream: &mut impl Read,
     into: &mut [u8],

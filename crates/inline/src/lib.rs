@@ -38,12 +38,8 @@
 //! After a malformed reply, an I/O error or a timeout the connection is marked broken and refuses
 //! further commands; a refused input leaves it untouched (nothing was sent).
 //!
-//! **Timeouts.** [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has none: `std`
-//! offers no `UnixStream::connect_timeout`, and a local connect only waits while the server's
-//! accept backlog is full). [`Options::write_timeout`] bounds each `write`.
-//! [`Options::read_timeout`] bounds each `read` and also each whole reply, so a server dripping
-//! a byte at a time cannot hold a call for ever: a reply still incomplete after the timeout fails
-//! with [`Error::Timeout`] at the next read.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply
+//! is bounded on its own.
 #![deny(missing_docs)]
 
 use std::io::Write;
@@ -51,9 +47,7 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use kvbench_core::{
-    Backend, ClientSpec, Error, Kind, Limitation, Operation, Options, Pipelining, Result, Transport,
-};
+use kvbench_core::{Backend, ClientSpec, Error, Limitation, Operation, Options, Result};
 use kvbench_resp::blocking::{self, Connection, Encoding};
 
 /// Longest inline command line Redis reads, `\r\n` included: `PROTO_INLINE_MAX_SIZE` (64 KiB).
@@ -128,6 +122,7 @@ pub fn encode_inline(write_buf: &mut Vec<u8>, args: &[&[u8]]) -> Result<()> {
 }
 // ANCHOR_END: encode_inline
 
+// ANCHOR: inline_encoding
 /// The inline form as an [`Encoding`]: [`encode_inline`], then one `write`. A refused command
 /// writes nothing, so the connection stays usable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -140,6 +135,7 @@ impl Encoding for Inline {
         Ok(stream.write_all(write_buf)?)
     }
 }
+// ANCHOR_END: inline_encoding
 
 /// The shared RESP connection, sending inline commands; replies are RESP, read as `raw-tcp` reads
 /// them.
@@ -160,10 +156,8 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<InlineConnection<U
 pub const SPEC: ClientSpec = ClientSpec {
     name: "inline",
     backend: Backend::Redis,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
     summary: "inline commands (`SET key value\\r\\n`), RESP replies; refuses what the form cannot carry",
-    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
+    // ANCHOR: inline_limitations
     limitations: &[
         Limitation {
             behaviour: "binary_safe",
@@ -180,14 +174,10 @@ pub const SPEC: ClientSpec = ClientSpec {
                      value is refused before sending",
         },
     ],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
+    // ANCHOR_END: inline_limitations
     connect: |endpoint, options| blocking::connect(endpoint, options, Inline),
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 #[cfg(test)]

@@ -267,7 +267,7 @@ fn text_protocol_refuses_keys_it_cannot_frame() {
     assert_eq!(
         client.get(b"fine").unwrap(),
         None,
-        "text connection still in sync"
+        "text connection still in step"
     );
 }
 

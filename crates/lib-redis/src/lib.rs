@@ -4,6 +4,12 @@
 //! multiplexer driven by a runtime — in exchange for the features the minimal clients give up.
 //! Compare its sync client with `raw-tcp`, and its `pipe()` with `buffered`.
 //!
+//! It is longer than a hand-written client (about 380 code lines to their ~300) because it
+//! adapts two clients, the synchronous connection and the async multiplexer, and puts the second
+//! behind three faces (async, shared by many callers, blocking); each has every optional
+//! operation in the library's own calls, and each spec records what the library does on every
+//! hostile-server case.
+//!
 //! Two clients, both configured the way its documentation shows:
 //!
 //! - **`redis-rs`** — the synchronous [`redis::Connection`] from
@@ -189,7 +195,7 @@ pub fn map_error(err: RedisError) -> Error {
     }
     match err.kind() {
         // Error replies from the server (`-WRONGTYPE ...`, `-ERR ...`), including the first
-        // failed reply of a pipeline. The whole reply was read: the connection is in sync.
+        // failed reply of a pipeline. The whole reply was read: the connection is in step.
         ErrorKind::Server(_) | ErrorKind::Extension | ErrorKind::AuthenticationFailed => {
             Error::Server(err.to_string())
         }

@@ -9,7 +9,7 @@
 //!
 //! # What it teaches
 //!
-//! - **Quiet mode, closed by a no-op.** [`MetaClient::set_many`] sends each item as
+//! - **Quiet mode, closed by a no-op.** [`MetaConnection::set_many`] sends each item as
 //!   `ms <key> <bytes> q O<i>\r\n<data>\r\n`. The `q` flag tells the server to say nothing when
 //!   the item is stored (`HD`); a failure (`NS` not stored, `EX`, `NF`) and every error line still
 //!   come back. After the last item, one `mn\r\n` (the no-op) asks for `MN\r\n`, which the server
@@ -23,7 +23,7 @@
 //!   it the client can say only that some item failed. A single command is a batch of one: `O0`,
 //!   which its reply must echo, and `mg` also asks for the key back (`k`) and checks it.
 //! - **Batch reads: quiet misses, hits placed by their opaque.**
-//!   [`MetaClient::get_many_pipelined`] sends `mg <key> v q O<i>` for each key. With `q` a miss
+//!   [`MetaConnection::get_many_pipelined`] sends `mg <key> v q O<i>` for each key. With `q` a miss
 //!   (`EN`) is not sent at all, so the replies are the hits alone, `VA <bytes> O<i>`, and cannot
 //!   be matched to the keys by counting: each is put in the place its opaque names, `i`, the
 //!   key's index in the batch. That is what a batch read needs from the meta protocol: the key
@@ -72,9 +72,8 @@
 //!
 //! # Timeouts
 //!
-//! As `memcached-text`: [`Options::connect_timeout`] bounds a TCP connect (a Unix connect has
-//! none in `std`), [`Options::write_timeout`] each `write`, and [`Options::read_timeout`] each
-//! `read` and also each whole reply line, however slowly its bytes trickle in.
+//! [core's timeout rules](kvbench_core::Options#timeouts), each reply line bounded on its own
+//! ([`MetaConnection::set_reply_timeout`]).
 #![deny(missing_docs)]
 
 use std::io::{Read, Write};
@@ -82,11 +81,10 @@ use std::ops::Range;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Concurrency, Endpoint, Error, Kind, Options, Pipelining,
-    ReadBuffer, Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Options, Pipelining, ReadBuffer, Result,
 };
 pub use kvbench_memcached_reply::meta;
-pub use kvbench_memcached_text::{check_key, check_value, exptime};
+pub use kvbench_memcached_text::{check_key, check_value, encode_line, exptime};
 use meta::{MetaReply, Refusal, Status};
 
 /// Read buffer size: reply lines are parsed in place, a value's data is copied (or read) into its
@@ -94,55 +92,39 @@ use meta::{MetaReply, Refusal, Status};
 pub const READ_BUF_LEN: usize = 64 * 1024;
 const _: () = assert!(READ_BUF_LEN > kvbench_memcached_reply::MAX_LINE_LEN);
 
+// ANCHOR: meta_write_chunk_len
 /// A `set_many` batch is written whenever this many bytes of commands are waiting (a larger item
 /// makes a write of its own): it bounds the write buffer, not what is in flight, since nothing is
 /// read until the batch is over.
 pub const WRITE_CHUNK_LEN: usize = 64 * 1024;
+// ANCHOR_END: meta_write_chunk_len
 
 /// The opaque of a single command: it is item 0 of a batch of one.
 const SINGLE: &[u8] = b"0";
 
-/// This client in the suite's list.
-pub const SPEC: ClientSpec = ClientSpec {
-    name: "memcached-meta",
-    backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
-    summary: "hand-written meta protocol: quiet-mode pipeline (only failures are answered), \
-              opaque tokens, sans-I/O reader",
-    pipelining: Pipelining::Pipelined(
-        "quiet `ms ... q O<i>` commands written in 64 KiB writes, then one `mn`: only failures \
-         and the closing MN are read",
-    ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
-    connect,
-    connect_async: None,
-    concurrency: Concurrency::Threads,
-    operations: &[],
-};
-
 /// Connects to a memcached endpoint over TCP (with `TCP_NODELAY`: a command is one write) or a
 /// Unix socket, with `options`' timeouts.
 pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
-    let reply_timeout = Some(options.read_timeout);
+    fn timed<S: Read + Write>(stream: S, options: &Options) -> MetaConnection<S> {
+        let mut connection = MetaConnection::new(stream);
+        connection.set_reply_timeout(Some(options.read_timeout));
+        connection
+    }
     Ok(match endpoint {
         Endpoint::Tcp(addr) => {
             let stream = kvbench_core::connect_tcp_stream(addr, options, true)?;
-            Box::new(MetaClient::new(stream, reply_timeout))
+            Box::new(timed(stream, options))
         }
         Endpoint::Unix(path) => {
             let stream = kvbench_core::connect_unix_stream(path, options)?;
-            Box::new(MetaClient::new(stream, reply_timeout))
+            Box::new(timed(stream, options))
         }
     })
 }
 
+// ANCHOR: meta_client
 /// A connection speaking memcached's meta protocol over any byte stream.
-pub struct MetaClient<S> {
+pub struct MetaConnection<S> {
     stream: S,
     /// Reused for every command; a command (or a chunk of a batch) goes out in one write.
     write_buf: Vec<u8>,
@@ -151,19 +133,24 @@ pub struct MetaClient<S> {
     /// Set by the first error that leaves the stream out of step; the connection is not reused.
     broken: Broken,
 }
+// ANCHOR_END: meta_client
 
-impl<S: Read + Write> MetaClient<S> {
-    /// Wraps a connected stream. `reply_timeout` fails a reply line that has not arrived in full
-    /// after that long, on top of the stream's own per-read timeout.
-    pub fn new(stream: S, reply_timeout: Option<Duration>) -> Self {
-        let mut read_buf = ReadBuffer::new(READ_BUF_LEN);
-        read_buf.set_reply_timeout(reply_timeout);
-        MetaClient {
+impl<S: Read + Write> MetaConnection<S> {
+    /// Wraps a connected stream. Timeouts, if any, are the stream's own.
+    pub fn new(stream: S) -> Self {
+        MetaConnection {
             stream,
             write_buf: Vec::with_capacity(1024),
-            read_buf,
+            read_buf: ReadBuffer::new(READ_BUF_LEN),
             broken: Broken::default(),
         }
+    }
+
+    /// Fails a reply line that takes longer than `limit` to arrive in full, however steadily its
+    /// bytes trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's
+    /// own per-read timeout; [`connect`] sets the [`Options::read_timeout`].
+    pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
+        self.read_buf.set_reply_timeout(limit);
     }
 
     /// True once an error has left the connection out of step; every call then fails at once.
@@ -199,13 +186,16 @@ impl<S: Read + Write> MetaClient<S> {
         }
     }
 
-    /// The reply to the single command just sent about `key`: an error line becomes its error, and
-    /// an echoed opaque or key must be this command's, or replies and commands no longer line up.
-    fn read_reply(&mut self, key: &[u8]) -> Result<Status> {
+    // ANCHOR: meta_read_line_for
+    /// The reply line to the single command just sent about `key`, handed to `judge` like
+    /// [`read_line`](Self::read_line)'s: an echoed opaque or key must be this command's, or
+    /// replies and commands no longer line up.
+    fn read_line_for<T>(
+        &mut self,
+        key: &[u8],
+        judge: impl FnOnce(&Status, &[u8]) -> Result<T>,
+    ) -> Result<T> {
         self.read_line(|reply, line| {
-            if let Some(err) = error_line(&reply.status, line) {
-                return Err(err);
-            }
             // A flag the reply copies back, if it is not what the command sent.
             let mismatch = |token: &Option<Range<usize>>, sent: &[u8]| match token {
                 Some(token) if line[token.clone()] != *sent => Some(text(line, token)),
@@ -222,9 +212,10 @@ impl<S: Read + Write> MetaClient<S> {
                 );
                 return Err(Error::Protocol(msg));
             }
-            Ok(reply.status.clone())
+            judge(&reply.status, line)
         })
     }
+    // ANCHOR_END: meta_read_line_for
 
     /// `<data>\r\n` after a `VA` header announcing `len` bytes (capped at 1 GiB by the decoder):
     /// the data goes into a `Vec` of exactly that size, then its CRLF is checked.
@@ -245,13 +236,13 @@ impl<S: Read + Write> MetaClient<S> {
         self.exchange(|c| {
             encode_ms(&mut c.write_buf, key, value, exptime, None);
             c.flush()?;
-            match c.read_reply(key)? {
+            c.read_line_for(key, |status, line| match status {
                 Status::Done => Ok(()),
                 Status::Refused(Refusal::NotStored) => {
                     Err(Error::Server(format!("NotStored for key {}", show(key))))
                 }
-                other => Err(unexpected(&other, "ms")),
-            }
+                other => Err(error_of(other, line, "ms")),
+            })
         })
     }
 
@@ -291,7 +282,7 @@ impl<S: Read + Write> MetaClient<S> {
         let mut index = itoa::Buffer::new();
         for (n, key) in keys.iter().enumerate() {
             let i = index.format(n).as_bytes();
-            encode(&mut self.write_buf, &[b"mg ", key, b" v q O", i, b"\r\n"]);
+            encode_line(&mut self.write_buf, &[b"mg ", key, b" v q O", i, b"\r\n"]);
             let last = n + 1 == keys.len();
             if self.write_buf.len() < WRITE_CHUNK_LEN && !last {
                 continue;
@@ -313,18 +304,19 @@ impl<S: Read + Write> MetaClient<S> {
     // ANCHOR_END: meta_quiet_gets
 }
 
-impl<S: Read + Write + Send> Client for MetaClient<S> {
+impl<S: Read + Write + Send> Client for MetaConnection<S> {
     // ANCHOR: meta_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
         self.exchange(|c| {
-            encode(&mut c.write_buf, &[b"mg ", key, b" v k O", SINGLE, b"\r\n"]);
+            encode_line(&mut c.write_buf, &[b"mg ", key, b" v k O", SINGLE, b"\r\n"]);
             c.flush()?;
-            match c.read_reply(key)? {
-                Status::Value(data) => c.read_value(data.len()).map(Some),
+            let hit = c.read_line_for(key, |status, line| match status {
+                Status::Value(data) => Ok(Some(data.len())),
                 Status::Miss => Ok(None),
-                other => Err(unexpected(&other, "mg")),
-            }
+                other => Err(error_of(other, line, "mg")),
+            })?;
+            hit.map(|len| c.read_value(len)).transpose()
         })
     }
     // ANCHOR_END: meta_get
@@ -340,13 +332,13 @@ impl<S: Read + Write + Send> Client for MetaClient<S> {
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
         self.exchange(|c| {
-            encode(&mut c.write_buf, &[b"md ", key, b" O", SINGLE, b"\r\n"]);
+            encode_line(&mut c.write_buf, &[b"md ", key, b" O", SINGLE, b"\r\n"]);
             c.flush()?;
-            match c.read_reply(key)? {
+            c.read_line_for(key, |status, line| match status {
                 Status::Done => Ok(true),
                 Status::Refused(Refusal::NotFound) => Ok(false),
-                other => Err(unexpected(&other, "md")),
-            }
+                other => Err(error_of(other, line, "md")),
+            })
         })
     }
 
@@ -366,6 +358,7 @@ impl<S: Read + Write + Send> Client for MetaClient<S> {
     }
 }
 
+// ANCHOR: meta_batch_hit
 /// A reply line inside a chunk of quiet gets of `keys` keys: a hit (the place its opaque names,
 /// the length of its data), or `None` for the `MN` that closes the chunk. Anything else is
 /// `Err`, out of step: a hit naming no place in the batch, and an error line too (it cannot say
@@ -377,9 +370,11 @@ fn batch_hit(reply: &MetaReply, line: &[u8], keys: usize) -> Result<Option<(usiz
             Some(i) => Ok(Some((i, data.len()))),
             None => Err(Error::Protocol("a hit names no key of the batch".into())),
         },
-        status => Err(unexpected(status, "a quiet mg")),
+        // Even `SERVER_ERROR`: it cannot say which get it answers.
+        status => Err(Error::Protocol(format!("{status:?} answers a quiet mg"))),
     }
 }
+// ANCHOR_END: meta_batch_hit
 
 /// The index in its batch that a reply's opaque names, if it is a number.
 fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
@@ -387,20 +382,19 @@ fn batch_index(reply: &MetaReply, line: &[u8]) -> Option<usize> {
     digits.parse().ok()
 }
 
+// ANCHOR: meta_batch_reply
 /// One reply line inside a quiet batch: `Ok(None)` for the closing `MN`, `Ok(Some(why))` for an
 /// item that failed (named by its opaque, else unnamed), `Err` for anything that leaves the stream
 /// out of step — including a failure whose opaque names no item of the batch.
-// ANCHOR: meta_batch_reply
 fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Result<Option<String>> {
     let refusal = match &reply.status {
         Status::NoOp => return Ok(None),
         Status::Refused(refusal) => refusal,
         status => {
-            return match error_line(status, line) {
+            return match error_of(status, line, "a quiet ms") {
                 // The server read the item's data and skipped it: still in step.
-                Some(Error::Server(msg)) => Ok(Some(format!("{msg} for an item of the batch"))),
-                Some(err) => Err(err),
-                None => Err(unexpected(status, "a quiet ms")),
+                Error::Server(msg) => Ok(Some(format!("{msg} for an item of the batch"))),
+                err => Err(err),
             };
         }
     };
@@ -415,28 +409,19 @@ fn batch_reply(reply: &MetaReply, line: &[u8], items: &[(&[u8], &[u8])]) -> Resu
 }
 // ANCHOR_END: meta_batch_reply
 
-/// The error an error line stands for, whatever the command. `SERVER_ERROR` means the server
-/// parsed the command and skipped its data: still in step, so [`Error::Server`]. `ERROR` and
-/// `CLIENT_ERROR` mean it could not parse our command, and may read its data as commands: out of
-/// step, so [`Error::Protocol`] (keys and lengths are checked before sending, so neither should
-/// happen).
-fn error_line(status: &Status, line: &[u8]) -> Option<Error> {
+/// The error a reply line stands for when it is not one its command expects. `SERVER_ERROR`
+/// means the server parsed the command and skipped its data: still in step, so
+/// [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it could not parse our command, and may
+/// read its data as commands: out of step, so [`Error::Protocol`] (keys and lengths are checked
+/// before sending, so neither should happen). Any other reply belongs to another command:
+/// replies and commands no longer line up.
+fn error_of(status: &Status, line: &[u8], command: &str) -> Error {
     match status {
-        Status::ServerError(msg) => {
-            Some(Error::Server(format!("SERVER_ERROR {}", text(line, msg))))
-        }
-        Status::ClientError(msg) => {
-            let msg = format!("CLIENT_ERROR {}", text(line, msg));
-            Some(Error::Protocol(msg))
-        }
-        Status::Error => Some(Error::Protocol("ERROR: unknown command".into())),
-        _ => None,
+        Status::ServerError(msg) => Error::Server(format!("SERVER_ERROR {}", text(line, msg))),
+        Status::ClientError(msg) => Error::Protocol(format!("CLIENT_ERROR {}", text(line, msg))),
+        Status::Error => Error::Protocol("ERROR: unknown command".into()),
+        other => Error::Protocol(format!("{other:?} answers {command}")),
     }
-}
-
-/// A well-formed reply that belongs to another command: replies and commands no longer line up.
-fn unexpected(status: &Status, command: &str) -> Error {
-    Error::Protocol(format!("{status:?} answers {command}"))
 }
 
 fn text(line: &[u8], range: &Range<usize>) -> String {
@@ -447,13 +432,7 @@ fn show(bytes: &[u8]) -> String {
     bytes.escape_ascii().to_string()
 }
 
-/// Appends one command, part by part, to the write buffer.
-fn encode(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
-    for part in parts {
-        write_buf.extend_from_slice(part);
-    }
-}
-
+// ANCHOR: meta_encode_ms
 /// Appends `ms <key> <bytes> [T<exptime>] O0\r\n<data>\r\n` for a single command, or, for item
 /// `i` of a quiet batch, `ms <key> <bytes> q O<i>\r\n<data>\r\n`.
 pub fn encode_ms(
@@ -469,13 +448,28 @@ pub fn encode_ms(
         itoa::Buffer::new(),
     );
     let len = len.format(value.len()).as_bytes();
-    encode(write_buf, &[b"ms ", key, b" ", len]);
+    encode_line(write_buf, &[b"ms ", key, b" ", len]);
     if let Some(exptime) = exptime {
-        encode(write_buf, &[b" T", ttl.format(exptime).as_bytes()]);
+        encode_line(write_buf, &[b" T", ttl.format(exptime).as_bytes()]);
     }
     match batch_item {
-        Some(i) => encode(write_buf, &[b" q O", item.format(i).as_bytes()]),
-        None => encode(write_buf, &[b" O", SINGLE]),
+        Some(i) => encode_line(write_buf, &[b" q O", item.format(i).as_bytes()]),
+        None => encode_line(write_buf, &[b" O", SINGLE]),
     }
-    encode(write_buf, &[b"\r\n", value, b"\r\n"]);
+    encode_line(write_buf, &[b"\r\n", value, b"\r\n"]);
 }
+// ANCHOR_END: meta_encode_ms
+
+/// This client in the suite's list.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "memcached-meta",
+    backend: Backend::Memcached,
+    summary: "hand-written meta protocol: quiet-mode pipeline (only failures are answered), \
+              opaque tokens, sans-I/O reader",
+    pipelining: Pipelining::Pipelined(
+        "quiet `ms ... q O<i>` commands written in 64 KiB writes, then one `mn`: only failures \
+         and the closing MN are read",
+    ),
+    connect,
+    ..ClientSpec::HAND_WRITTEN
+};

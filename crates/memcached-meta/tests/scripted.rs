@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use kvbench_core::{Client, Error};
-use kvbench_memcached_meta::MetaClient;
+use kvbench_memcached_meta::MetaConnection;
 
 /// Hands out the script at most `max_read` bytes per `read` (then end of stream), and records
 /// every byte written where the test can still see it once the client owns the stream.
@@ -36,14 +36,14 @@ impl Write for Scripted {
 }
 
 /// A client whose server answers with `script`, `max_read` bytes at a time, and what it wrote.
-fn scripted(script: &[u8], max_read: usize) -> (MetaClient<Scripted>, Arc<Mutex<Vec<u8>>>) {
+fn scripted(script: &[u8], max_read: usize) -> (MetaConnection<Scripted>, Arc<Mutex<Vec<u8>>>) {
     let written = Arc::new(Mutex::new(Vec::new()));
     let stream = Scripted {
         script: script.to_vec(),
         max_read,
         written: Arc::clone(&written),
     };
-    (MetaClient::new(stream, None), written)
+    (MetaConnection::new(stream), written)
 }
 
 fn sent(written: &Arc<Mutex<Vec<u8>>>) -> String {

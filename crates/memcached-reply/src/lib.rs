@@ -80,7 +80,7 @@ pub enum Reply {
     ServerError(Range<usize>),
 }
 
-/// Why bytes cannot be a reply. After any of these the stream is out of sync.
+/// Why bytes cannot be a reply. After any of these the stream is out of step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplyError {
     /// No LF within [`MAX_LINE_LEN`] bytes.
@@ -110,6 +110,7 @@ pub enum ReplyError {
     UnknownLine(String),
 }
 
+// ANCHOR: memcached_reply_parse_line
 /// Reads one reply line (and, for VALUE, the header only: the data is not needed yet).
 ///
 /// For [`Reply::Value`], `data` says where the data will be; it may not have arrived yet. The
@@ -142,6 +143,7 @@ pub fn parse_line(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
     };
     Ok(Some((reply, line_len)))
 }
+// ANCHOR_END: memcached_reply_parse_line
 
 /// The first CRLF-ended line of `buf`, without its CRLF, and its length with it; `None` if its
 /// end has not arrived yet. The end is looked for in the first [`MAX_LINE_LEN`] bytes only.
@@ -167,6 +169,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
     decode_then(buf, VALUE_TRAILER, ReplyError::MissingEnd)
 }
 
+// ANCHOR: memcached_reply_decode_get_many_part
 /// Decodes the next part of the reply to a multi-key get (`get k1 … kN`) from the start of `buf`:
 /// a VALUE block, complete once its data and the CRLF after it are in (`n` counts both; no `END`
 /// follows a block), or any other reply as [`decode`] reads it. `END` closes the reply; so does
@@ -175,6 +178,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
 pub fn decode_get_many_part(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
     decode_then(buf, DATA_TRAILER, ReplyError::MissingDataEnd)
 }
+// ANCHOR_END: memcached_reply_decode_get_many_part
 
 /// One reply line and, for a VALUE, its data and the `trailer` after it (a wrong byte there is
 /// `wrong`).
@@ -195,6 +199,7 @@ fn decode_then(
     with_data(buf, (reply, line_len), data_end, trailer, wrong)
 }
 
+// ANCHOR: memcached_reply_place_hit
 /// Which of `keys`, the keys of a multi-key get, the VALUE block naming `echoed` answers, when the
 /// blocks before it answered keys before `next`: memcached answers the hits in the order of the
 /// keys, so it is the first of `keys[next..]` equal to `echoed` (a key asked twice is answered
@@ -204,6 +209,7 @@ pub fn place_hit(keys: &[&[u8]], next: usize, echoed: &[u8]) -> Option<usize> {
     let later = keys.get(next..)?;
     Some(next + later.iter().position(|key| *key == echoed)?)
 }
+// ANCHOR_END: memcached_reply_place_hit
 
 /// A reply whose line is `line_len` bytes: complete as it is, or, for a value whose data ends at
 /// `data_end`, once the data and the `trailer` after it are all in `buf` (a wrong trailer byte is
@@ -223,6 +229,7 @@ fn with_data<R>(
     Ok(complete.then_some((reply, data_end + trailer.len())))
 }
 
+// ANCHOR: memcached_reply_trailer_complete
 /// Whether `after_data`, the bytes received after a value's data, begin with the whole
 /// [`VALUE_TRAILER`]. Trailer bytes already here are checked now, so a wrong count fails at once
 /// rather than at a timeout.
@@ -230,6 +237,7 @@ fn with_data<R>(
 pub fn trailer_complete(after_data: &[u8]) -> Result<bool, ReplyError> {
     starts_with_trailer(after_data, VALUE_TRAILER, ReplyError::MissingEnd)
 }
+// ANCHOR_END: memcached_reply_trailer_complete
 
 /// The same for [`DATA_TRAILER`], the CRLF alone that ends a value inside a multi-key get or a
 /// meta reply.
@@ -251,6 +259,7 @@ fn starts_with_trailer(
     Ok(seen == trailer.len())
 }
 
+// ANCHOR: memcached_reply_value_header
 /// `VALUE <key> <flags> <bytes>`, given the whole line and its length with CRLF.
 fn value_header(line: &[u8], line_len: usize) -> Result<Reply, ReplyError> {
     let mut fields = line.split(|&byte| byte == b' ');
@@ -278,6 +287,7 @@ fn value_header(line: &[u8], line_len: usize) -> Result<Reply, ReplyError> {
         data: line_len..data_end,
     })
 }
+// ANCHOR_END: memcached_reply_value_header
 
 /// ASCII decimal digits; `None` if empty or not all digits. Saturates instead of overflowing, so
 /// a 40-digit count comes out as `u64::MAX` and fails the caller's limit check.

@@ -60,6 +60,7 @@ pub enum Refusal {
     NotFound,
 }
 
+// ANCHOR: meta_parse_line
 /// Reads one reply line (for `VA`, the header only). The `usize` is the line's length, CRLF
 /// included; `Ok(None)` means its end has not arrived yet.
 #[inline]
@@ -122,6 +123,7 @@ pub fn parse_line(buf: &[u8]) -> Result<Option<(MetaReply, usize)>, ReplyError> 
     }
     Ok(Some((reply, line_len)))
 }
+// ANCHOR_END: meta_parse_line
 
 /// Decodes one complete reply from the start of `buf`: `Ok(Some((reply, n)))` when its `n` bytes
 /// are all there, `Ok(None)` when more bytes are needed.

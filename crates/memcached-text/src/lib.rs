@@ -27,8 +27,8 @@
 //!   of `set ... noreply` would need no reads at all. But the server then stays silent on
 //!   failure too (a too-large value is dropped without a word; checked on memcached 1.6.18), and
 //!   a malformed line still gets an error reply that a noreply client never reads, leaving the
-//!   stream out of sync. This client sends no `noreply` and checks every reply; its pipeline
-//!   ([`TextClient::set_many`]) reads replies while it writes, so the server can never block on
+//!   stream out of step. This client sends no `noreply` and checks every reply; its pipeline
+//!   ([`TextConnection::set_many`]) reads replies while it writes, so the server can never block on
 //!   a full output buffer while this side is still writing.
 //! - **Many keys, one command, silent misses.** `get k1 … kN` ([`Client::get_many`]) is answered
 //!   by a VALUE block for each hit, in the order of the keys (a key asked twice is answered
@@ -65,12 +65,8 @@
 //!
 //! # Timeouts
 //!
-//! [`Options::connect_timeout`] bounds a TCP connect; a Unix connect has none (above).
-//! [`Options::write_timeout`] bounds each `write`. [`Options::read_timeout`] bounds each `read`
-//! and also each whole reply: the socket's own timeout only notices a server that goes silent,
-//! so a server dripping a byte every 100 ms would otherwise hold a call for as long as it liked.
-//! A reply (in a pipeline: each reply) still incomplete after the read timeout fails with
-//! [`Error::Timeout`] at the next read. See [`TextClient::set_reply_timeout`].
+//! [core's timeout rules](kvbench_core::Options#timeouts); in a pipeline, each reply is bounded on
+//! its own. See [`TextConnection::set_reply_timeout`].
 //!
 //! # Compare with
 //!
@@ -82,21 +78,22 @@
 
 pub use kvbench_memcached_reply as reply;
 
+mod checks;
+
+pub use checks::{MAX_KEY_LEN, check_key, check_value, exptime};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining,
-    ReadBuffer, Result, Transport,
+    Backend, Broken, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining,
+    ReadBuffer, Result,
 };
 
-use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, MAX_VALUE_LEN, Reply, VALUE_TRAILER};
-
-/// Longest key memcached accepts (`KEY_MAX_LENGTH` in its source).
-pub const MAX_KEY_LEN: usize = 250;
+use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, Reply, VALUE_TRAILER};
 
 /// Read buffer size. Reply lines are parsed in place; a value's data is copied out of it into its
 /// own `Vec`, and what of a value has not arrived yet is read straight into that `Vec`. 64 KiB
@@ -108,6 +105,7 @@ const _: () = assert!(READ_BUF_LEN > MAX_LINE_LEN);
 /// Most commands in one pipeline chunk of `set_many` or `get_many_pipelined`. See [`CHUNK_LEN`].
 pub const CHUNK_ITEMS: usize = 256;
 
+// ANCHOR: text_chunk_len
 /// Most bytes of commands in one pipeline chunk (a single larger item makes a chunk of its own).
 /// A chunk is sent when either limit is reached.
 ///
@@ -128,32 +126,7 @@ pub const CHUNK_ITEMS: usize = 256;
 /// Cost: one write and at least one read per 256 items, and the last chunk's replies are waited
 /// for with nothing left to overlap.
 pub const CHUNK_LEN: usize = 32 * 1024;
-
-/// Largest expiry memcached treats as relative; above it, an exptime is an absolute Unix time.
-const MAX_RELATIVE_EXPTIME: u32 = 60 * 60 * 24 * 30;
-
-/// This client in the suite's list.
-pub const SPEC: ClientSpec = ClientSpec {
-    name: "memcached-text",
-    backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
-    summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
-    pipelining: Pipelining::Pipelined(
-        "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
-         chunk is written",
-    ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    // The only hand-written memcached client, and the fastest memcached client there is here.
-    loopback_floor: true,
-    connect,
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
-    operations: &[Operation::Incr, Operation::GetMany],
-};
+// ANCHOR_END: text_chunk_len
 
 /// Connects to a memcached endpoint over TCP or a Unix socket, as [`SPEC`] does.
 pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>> {
@@ -164,34 +137,37 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
 }
 
 /// Connects over TCP with `TCP_NODELAY` (a command is one write; nothing is gained by waiting).
-pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextClient<TcpStream>> {
-    let mut client = TextClient::new(kvbench_core::connect_tcp_stream(addr, options, true)?);
-    client.set_reply_timeout(Some(options.read_timeout));
-    Ok(client)
+pub fn connect_tcp(addr: &str, options: &Options) -> Result<TextConnection<TcpStream>> {
+    let mut connection =
+        TextConnection::new(kvbench_core::connect_tcp_stream(addr, options, true)?);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
 /// Connects over a Unix socket (no connect timeout: see the crate docs).
-pub fn connect_unix(path: &Path, options: &Options) -> Result<TextClient<UnixStream>> {
-    let mut client = TextClient::new(kvbench_core::connect_unix_stream(path, options)?);
-    client.set_reply_timeout(Some(options.read_timeout));
-    Ok(client)
+pub fn connect_unix(path: &Path, options: &Options) -> Result<TextConnection<UnixStream>> {
+    let mut connection = TextConnection::new(kvbench_core::connect_unix_stream(path, options)?);
+    connection.set_reply_timeout(Some(options.read_timeout));
+    Ok(connection)
 }
 
+// ANCHOR: text_client
 /// A connection speaking the memcached text protocol over any byte stream.
-pub struct TextClient<S> {
+pub struct TextConnection<S> {
     stream: S,
     /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
     write_buf: Vec<u8>,
     /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
     read_buf: ReadBuffer,
-    /// Set by the first error that leaves the stream out of sync; the connection is not reused.
+    /// Set by the first error that leaves the stream out of step; the connection is not reused.
     broken: Broken,
 }
+// ANCHOR_END: text_client
 
-impl<S: Read + Write> TextClient<S> {
+impl<S: Read + Write> TextConnection<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
     pub fn new(stream: S) -> Self {
-        TextClient {
+        TextConnection {
             stream,
             write_buf: Vec::with_capacity(1024),
             read_buf: ReadBuffer::new(READ_BUF_LEN),
@@ -211,25 +187,28 @@ impl<S: Read + Write> TextClient<S> {
         &mut self.stream
     }
 
-    /// True once an error has left the connection out of sync; every call then fails at once.
+    /// True once an error has left the connection out of step; every call then fails at once.
     pub fn is_broken(&self) -> bool {
         self.broken.is_broken()
     }
 
-    /// Runs one exchange; an error that leaves the stream out of sync marks the connection broken.
+    // ANCHOR: text_exchange
+    /// Runs one exchange; an error that leaves the stream out of step marks the connection broken.
     fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.broken.check()?;
         let result = op(self);
         self.broken.note(result)
     }
+    // ANCHOR_END: text_exchange
 
     /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
-    fn send(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         self.stream.write_all(&self.write_buf)?;
         self.write_buf.clear();
         Ok(())
     }
 
+    // ANCHOR: text_read_line
     /// Reads one reply line and hands it to `judge` with the bytes its ranges index; the line is
     /// consumed whatever `judge` decides. A VALUE line's data is left for
     /// [`read_value`](Self::read_value).
@@ -245,9 +224,10 @@ impl<S: Read + Write> TextClient<S> {
             self.read_buf.fill(&mut self.stream)?;
         }
     }
+    // ANCHOR_END: text_read_line
 
-    /// The data after a VALUE line announcing `len` bytes (capped at [`MAX_VALUE_LEN`] by the
-    /// decoder), found by its count and put in a `Vec` of exactly that size, then what follows
+    /// The data after a VALUE line announcing `len` bytes (capped at
+    /// [`MAX_VALUE_LEN`](reply::MAX_VALUE_LEN) by the decoder), found by its count and put in a `Vec` of exactly that size, then what follows
     /// it: `\r\nEND\r\n` after the `last` value of a reply, else its CRLF alone (inside a
     /// multi-key get, where another VALUE or the END comes next).
     fn read_value(&mut self, len: usize, last: bool) -> Result<Vec<u8>> {
@@ -286,17 +266,18 @@ impl<S: Read + Write> TextClient<S> {
         check_value(value)?;
         self.exchange(|c| {
             encode_set(&mut c.write_buf, key, value, exptime);
-            c.send()?;
+            c.flush()?;
             c.read_stored()
         })
     }
 
+    // ANCHOR: text_pipeline
     /// The pipeline behind `set_many` and `get_many_pipelined`: command `i` of `count` is
     /// appended by `encode`, its reply read by `read`. See [`CHUNK_LEN`] for the interleaving and
     /// why it cannot deadlock.
     ///
     /// After the first error reply, no further chunk is sent; the replies already owed are still
-    /// read (so the connection stays in sync) and then that first error is returned. Commands in
+    /// read (so the connection stays in step) and then that first error is returned. Commands in
     /// chunks sent before the error may have been carried out. A malformed reply stops at once.
     fn pipeline<T>(
         &mut self,
@@ -319,8 +300,9 @@ impl<S: Read + Write> TextClient<S> {
                 sent += 1;
             }
             if sent > chunk_start {
-                self.send()?;
+                self.flush()?;
             }
+            // ANCHOR: text_pipeline_drain
             // Then the replies to the chunk before it.
             for i in unread..chunk_start {
                 match read(self, i) {
@@ -329,21 +311,23 @@ impl<S: Read + Write> TextClient<S> {
                     Err(err) => return Err(err),
                 }
             }
+            // ANCHOR_END: text_pipeline_drain
             if chunk_start == sent {
                 return first_error.map_or(Ok(replies), Err);
             }
             unread = chunk_start;
         }
     }
+    // ANCHOR_END: text_pipeline
 }
 
-impl<S: Read + Write + Send> Client for TextClient<S> {
+impl<S: Read + Write + Send> Client for TextConnection<S> {
     // ANCHOR: text_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"get ", key, b"\r\n"]);
-            c.send()?;
+            c.flush()?;
             c.read_get(key)
         })
     }
@@ -361,7 +345,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"delete ", key, b"\r\n"]);
-            c.send()?;
+            c.flush()?;
             c.read_line(|reply, line| match reply {
                 Reply::Deleted => Ok(true),
                 Reply::NotFound => Ok(false),
@@ -391,12 +375,13 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
         self.exchange(|c| c.pipeline(keys.len(), encode, |c, i| c.read_get(keys[i])))
     }
 
+    // ANCHOR: text_incr
     /// `incr <key> 1`: see "Counters" in the crate docs.
     fn incr(&mut self, key: &[u8]) -> Result<i64> {
         check_key(key)?;
         self.exchange(|c| {
             encode_line(&mut c.write_buf, &[b"incr ", key, b" 1\r\n"]);
-            c.send()?;
+            c.flush()?;
             let key = key.escape_ascii();
             c.read_line(|reply, line| match reply {
                 Reply::Number(n) => i64::try_from(n)
@@ -408,7 +393,9 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             })
         })
     }
+    // ANCHOR_END: text_incr
 
+    // ANCHOR: text_get_many
     /// One `get k1 … kN`: see "Many keys" in the crate docs. No key, no command (memcached
     /// answers a bare `get` with `ERROR`).
     fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -421,7 +408,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             keys.iter()
                 .for_each(|key| encode_line(&mut c.write_buf, &[b" ", key]));
             c.write_buf.extend_from_slice(b"\r\n");
-            c.send()?;
+            c.flush()?;
             let (mut values, mut next) = (vec![None; keys.len()], 0);
             while let Some((i, len)) = c.read_line(|reply, line| hit(reply, line, keys, next))? {
                 values[i] = Some(c.read_value(len, false)?);
@@ -430,6 +417,7 @@ impl<S: Read + Write + Send> Client for TextClient<S> {
             Ok(values)
         })
     }
+    // ANCHOR_END: text_get_many
 }
 
 /// Appends one command, part by part, to the write buffer.
@@ -452,6 +440,7 @@ pub fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8], exptime: u6
     );
 }
 
+// ANCHOR: text_hit
 /// A reply line to a get of `keys`, the hits before it having answered keys before `next`: a
 /// VALUE's place among the keys ([`reply::place_hit`]) and the length of its data, or `None` for
 /// the `END` that closes the reply. A VALUE for a key not asked, or out of order, means replies
@@ -469,15 +458,16 @@ fn hit(reply: Reply, line: &[u8], keys: &[&[u8]], next: usize) -> Result<Option<
         other => Err(error_of(other, line, "get")),
     }
 }
+// ANCHOR_END: text_hit
 
 /// The error a reply line stands for when it is not one its command expects. `SERVER_ERROR`
 /// (and `NOT_STORED`) mean the server parsed the command and read its data block: the stream is
-/// in sync, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command
+/// in step, so [`Error::Server`]. `ERROR` and `CLIENT_ERROR` mean it did not parse our command
 /// line, and for a `set` it then reads the data block as a command (memcached 1.6 answers
-/// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of sync, so [`Error::Protocol`]. Since keys
+/// `CLIENT_ERROR bad data chunk` *and* `ERROR`): out of step, so [`Error::Protocol`]. Since keys
 /// and lengths are checked before sending, neither should happen. Any other reply belongs to
 /// another command: replies and commands no longer line up.
-fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
+pub fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
     match reply {
         Reply::ServerError(msg) => Error::Server(line[msg].escape_ascii().to_string()),
         Reply::NotStored => Error::Server("NOT_STORED".into()),
@@ -486,44 +476,18 @@ fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
     }
 }
 
-/// Refuses keys the text protocol cannot carry: see "Why keys are restricted" in the crate docs.
-pub fn check_key(key: &[u8]) -> Result<()> {
-    if key.is_empty() || key.len() > MAX_KEY_LEN {
-        let msg = format!("key of {} bytes, not 1..={MAX_KEY_LEN}", key.len());
-        return Err(Error::InvalidInput(msg));
-    }
-    match key.iter().find(|&&byte| byte <= b' ' || byte == 0x7f) {
-        Some(byte) => Err(Error::InvalidInput(format!(
-            "key holds space/control byte {byte:#04x}"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Refuses values above [`MAX_VALUE_LEN`]: memcached answers a count above `INT_MAX - 2` with
-/// `CLIENT_ERROR` and then reads the data as commands. Smaller values over the server's item limit
-/// get `SERVER_ERROR object too large for cache`, the data is skipped, and the stream stays in sync.
-pub fn check_value(value: &[u8]) -> Result<()> {
-    match value.len() {
-        0..=MAX_VALUE_LEN => Ok(()),
-        len => Err(Error::InvalidInput(format!(
-            "value of {len} bytes, over {MAX_VALUE_LEN}"
-        ))),
-    }
-}
-
-/// memcached's exptime for a TTL. 0 would mean "never expires", so it is refused; above 30 days
-/// memcached reads the number as an absolute Unix time, so such a TTL is sent as now + TTL (which
-/// assumes client and server clocks agree).
-pub fn exptime(ttl_secs: u32) -> Result<u64> {
-    match ttl_secs {
-        0 => Err(Error::InvalidInput("ttl 0 would mean: never expire".into())),
-        1..=MAX_RELATIVE_EXPTIME => Ok(u64::from(ttl_secs)),
-        _ => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default();
-            Ok(now.as_secs() + u64::from(ttl_secs))
-        }
-    }
-}
+/// This client in the suite's list.
+pub const SPEC: ClientSpec = ClientSpec {
+    name: "memcached-text",
+    backend: Backend::Memcached,
+    summary: "hand-written text protocol: one write per command, reused buffers, sans-I/O reader",
+    pipelining: Pipelining::Pipelined(
+        "sets sent in chunks of 256 items or 32 KiB; a chunk's replies are read after the next \
+         chunk is written",
+    ),
+    // The only hand-written memcached client, and the fastest memcached client there is here.
+    loopback_floor: true,
+    connect,
+    operations: &[Operation::Incr, Operation::GetMany],
+    ..ClientSpec::HAND_WRITTEN
+};

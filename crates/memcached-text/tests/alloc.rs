@@ -5,7 +5,7 @@
 mod common;
 
 use kvbench_core::{Backend, Client, Transport};
-use kvbench_memcached_text::TextClient;
+use kvbench_memcached_text::TextConnection;
 use kvbench_servers::costs::{CountingAllocator, allocations, assert_small_call_costs};
 
 use common::{counted_client, endpoint, servers};
@@ -45,6 +45,6 @@ fn a_hit_allocates_once_and_a_miss_never() {
 fn small_calls_are_one_write_one_read() {
     let servers = servers();
     for &transport in Transport::ALL {
-        assert_small_call_costs(&servers, Backend::Memcached, transport, TextClient::new);
+        assert_small_call_costs(&servers, Backend::Memcached, transport, TextConnection::new);
     }
 }

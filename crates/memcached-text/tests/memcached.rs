@@ -107,7 +107,7 @@ fn one_mib_value_and_values_around_the_read_buffer_size() {
         assert_eq!(
             client.get(b"never-written").unwrap(),
             None,
-            "in sync after large values"
+            "in step after large values"
         );
     });
 }

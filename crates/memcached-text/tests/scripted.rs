@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 
 use kvbench_core::{Client, Error};
-use kvbench_memcached_text::TextClient;
+use kvbench_memcached_text::TextConnection;
 use proptest::prelude::*;
 
 /// Replays a script to the client, one server "write" per `read` at most, and records what the
@@ -69,7 +69,7 @@ impl Write for Scripted {
 
 #[test]
 fn each_command_is_one_write_of_exactly_these_bytes() {
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"STORED\r\n",
         b"STORED\r\n",
         b"VALUE k 0 3\r\nbar\r\nEND\r\n",
@@ -89,7 +89,7 @@ fn each_command_is_one_write_of_exactly_these_bytes() {
 
 #[test]
 fn ttl_above_30_days_is_sent_as_an_absolute_time() {
-    let mut client = TextClient::new(Scripted::new(&[b"STORED\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"STORED\r\n"]));
     let ttl = 31 * 24 * 3600;
     client.set_ex(b"k", b"v", ttl).unwrap();
     let written = String::from_utf8(client.stream_mut().written.clone()).unwrap();
@@ -106,7 +106,7 @@ fn ttl_above_30_days_is_sent_as_an_absolute_time() {
 
 #[test]
 fn ttl_of_zero_is_refused_before_sending() {
-    let mut client = TextClient::new(Scripted::new(&[]));
+    let mut client = TextConnection::new(Scripted::new(&[]));
     assert!(matches!(
         client.set_ex(b"k", b"v", 0),
         Err(Error::InvalidInput(_))
@@ -117,7 +117,7 @@ fn ttl_of_zero_is_refused_before_sending() {
 #[test]
 fn a_malformed_reply_breaks_the_connection_for_good() {
     // STORED in answer to a get: replies and commands no longer line up.
-    let mut client = TextClient::new(Scripted::new(&[b"STORED\r\nEND\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"STORED\r\nEND\r\n"]));
     assert!(matches!(client.get(b"k"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
     let (reads, writes) = (client.stream_mut().reads, client.stream_mut().writes);
@@ -138,7 +138,7 @@ fn a_malformed_reply_breaks_the_connection_for_good() {
 
 #[test]
 fn a_value_for_another_key_is_a_protocol_error() {
-    let mut client = TextClient::new(Scripted::new(&[b"VALUE other 0 1\r\nx\r\nEND\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"VALUE other 0 1\r\nx\r\nEND\r\n"]));
     assert!(matches!(client.get(b"k"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
 }
@@ -146,19 +146,19 @@ fn a_value_for_another_key_is_a_protocol_error() {
 #[test]
 fn client_error_and_error_break_the_connection() {
     // After CLIENT_ERROR to a set, memcached reads the data block as a command.
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"CLIENT_ERROR bad data chunk\r\nERROR\r\n",
     ]));
     assert!(matches!(client.set(b"k", b"v"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
-    let mut client = TextClient::new(Scripted::new(&[b"ERROR\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"ERROR\r\n"]));
     assert!(matches!(client.delete(b"k"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
 }
 
 #[test]
 fn a_server_error_leaves_the_connection_usable() {
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"SERVER_ERROR out of memory writing get response\r\n",
         b"SERVER_ERROR object too large for cache\r\n",
         b"END\r\n",
@@ -176,7 +176,7 @@ fn bytes_trickling_in_one_at_a_time_still_decode() {
     script.extend_from_slice(format!("VALUE k 0 {}\r\n", large.len()).as_bytes());
     script.extend_from_slice(&large);
     script.extend_from_slice(b"\r\nEND\r\nNOT_FOUND\r\n");
-    let mut client = TextClient::new(Scripted::trickle(&script));
+    let mut client = TextConnection::new(Scripted::trickle(&script));
     assert_eq!(client.get(b"k").unwrap().as_deref(), Some(&b"hello"[..]));
     assert_eq!(client.get(b"k").unwrap(), None);
     client.set(b"k", b"v").unwrap();
@@ -190,7 +190,7 @@ fn a_large_value_with_a_bad_trailer_is_a_protocol_error() {
     script.extend(std::iter::repeat_n(b'x', 100_000));
     script.extend_from_slice(b"\r\nEN");
     script.extend_from_slice(b"X\r\n");
-    let mut client = TextClient::new(Scripted::new(&[&script]));
+    let mut client = TextConnection::new(Scripted::new(&[&script]));
     assert!(matches!(client.get(b"k"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
 }
@@ -198,7 +198,7 @@ fn a_large_value_with_a_bad_trailer_is_a_protocol_error() {
 #[test]
 fn a_peer_hanging_up_mid_value_is_an_io_error() {
     for script in [&b"VALUE k 0 5\r\nhel"[..], b"VALUE k 0 100000\r\nxyz", b""] {
-        let mut client = TextClient::new(Scripted::new(&[script]));
+        let mut client = TextConnection::new(Scripted::new(&[script]));
         let err = client.get(b"k").unwrap_err();
         assert!(matches!(err, Error::Io(_)), "{err:?}");
         assert!(client.is_broken());
@@ -207,7 +207,7 @@ fn a_peer_hanging_up_mid_value_is_an_io_error() {
 
 #[test]
 fn an_absurd_value_length_is_refused_without_reading_further() {
-    let mut client = TextClient::new(Scripted::new(&[b"VALUE k 0 99999999999999\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"VALUE k 0 99999999999999\r\n"]));
     assert!(matches!(client.get(b"k"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
 }
@@ -215,13 +215,13 @@ fn an_absurd_value_length_is_refused_without_reading_further() {
 #[test]
 fn set_many_drains_every_reply_after_a_server_error() {
     // Three items in one chunk: the middle one fails, the others are still read, in order.
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"STORED\r\nSERVER_ERROR out of memory storing object\r\nSTORED\r\n",
         b"END\r\n",
     ]));
     let items: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"b", b"2"), (b"c", b"3")];
     assert!(matches!(client.set_many(&items), Err(Error::Server(_))));
-    // The last reply (END) belongs to this get: the stream is still in sync.
+    // The last reply (END) belongs to this get: the stream is still in step.
     assert_eq!(client.get(b"a").unwrap(), None);
     assert_eq!(
         client.stream_mut().written,
@@ -232,7 +232,7 @@ fn set_many_drains_every_reply_after_a_server_error() {
 #[test]
 fn a_multi_key_get_is_one_command_and_its_hits_fill_their_places() {
     // `get a b a c`: b is a miss, a is asked (and answered) twice.
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"VALUE a 0 1\r\n1\r\nVALUE a 0 1\r\n1\r\nVALUE c 0 5\r\nEND\r\n\r\nEND\r\n",
     ]));
     let keys: [&[u8]; 4] = [b"a", b"b", b"a", b"c"];
@@ -258,7 +258,7 @@ fn a_value_not_asked_for_or_out_of_order_in_a_multi_key_get_is_a_protocol_error(
         // A wrong byte count: the data is not followed by its CRLF.
         b"VALUE a 0 2\r\n1\r\nEND\r\n",
     ] {
-        let mut client = TextClient::new(Scripted::new(&[script]));
+        let mut client = TextConnection::new(Scripted::new(&[script]));
         let result = client.get_many(&[b"a", b"b"]);
         assert!(matches!(result, Err(Error::Protocol(_))), "{result:?}");
         assert!(client.is_broken());
@@ -267,7 +267,7 @@ fn a_value_not_asked_for_or_out_of_order_in_a_multi_key_get_is_a_protocol_error(
 
 #[test]
 fn a_server_error_ends_a_multi_key_get_and_leaves_the_connection_usable() {
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"VALUE a 0 1\r\n1\r\nSERVER_ERROR out of memory writing get response\r\n",
         b"END\r\n",
     ]));
@@ -282,14 +282,14 @@ fn a_multi_key_get_trickling_in_a_byte_at_a_time_still_decodes() {
     let mut script = format!("VALUE big 0 {}\r\n", large.len()).into_bytes();
     script.extend_from_slice(&large);
     script.extend_from_slice(b"\r\nVALUE k 0 5\r\nhello\r\nEND\r\n");
-    let mut client = TextClient::new(Scripted::trickle(&script));
+    let mut client = TextConnection::new(Scripted::trickle(&script));
     let values = client.get_many(&[b"big", b"none", b"k"]).unwrap();
     assert_eq!(values, [Some(large), None, Some(b"hello".to_vec())]);
 }
 
 #[test]
 fn incr_reads_the_counter_and_its_refusals_leave_the_connection_usable() {
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"42\r\n",
         b"NOT_FOUND\r\n",
         b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
@@ -312,14 +312,14 @@ fn incr_reads_the_counter_and_its_refusals_leave_the_connection_usable() {
             .starts_with(b"incr n 1\r\nincr n 1\r\n")
     );
     // A reply of another kind breaks the connection.
-    let mut client = TextClient::new(Scripted::new(&[b"STORED\r\n"]));
+    let mut client = TextConnection::new(Scripted::new(&[b"STORED\r\n"]));
     assert!(matches!(client.incr(b"n"), Err(Error::Protocol(_))));
     assert!(client.is_broken());
 }
 
 #[test]
 fn get_many_pipelined_writes_every_get_then_reads_every_reply() {
-    let mut client = TextClient::new(Scripted::new(&[
+    let mut client = TextConnection::new(Scripted::new(&[
         b"VALUE a 0 1\r\n1\r\nEND\r\nEND\r\nVALUE a 0 1\r\n1\r\nEND\r\n",
     ]));
     let values = client.get_many_pipelined(&[b"a", b"b", b"a"]).unwrap();
@@ -328,7 +328,7 @@ fn get_many_pipelined_writes_every_get_then_reads_every_reply() {
     assert_eq!(s.written, b"get a\r\nget b\r\nget a\r\n");
     assert_eq!(s.writes, 1);
     // One bad key refuses the batch with nothing sent.
-    let mut client = TextClient::new(Scripted::new(&[]));
+    let mut client = TextConnection::new(Scripted::new(&[]));
     let result = client.get_many_pipelined(&[b"a", b"b c"]);
     assert!(matches!(result, Err(Error::InvalidInput(_))), "{result:?}");
     assert_eq!(client.stream_mut().writes, 0);
@@ -399,7 +399,7 @@ proptest! {
         key in any_key(),
         value in proptest::collection::vec(any::<u8>(), 0..64),
     ) {
-        type Call = fn(&mut TextClient<Scripted>, &[u8], &[u8]) -> kvbench_core::Result<()>;
+        type Call = fn(&mut TextConnection<Scripted>, &[u8], &[u8]) -> kvbench_core::Result<()>;
         let calls: [(&[u8], &[u8], Call); 5] = [
             (b"set", b"STORED\r\n", |c, k, v| c.set(k, v)),
             (b"get", b"END\r\n", |c, k, _| c.get(k).map(drop)),
@@ -408,7 +408,7 @@ proptest! {
             (b"get", b"END\r\n", |c, k, _| c.get_many(&[k]).map(drop)),
         ];
         for (name, reply, call) in calls {
-            let mut client = TextClient::new(Scripted::new(&[reply]));
+            let mut client = TextConnection::new(Scripted::new(&[reply]));
             let result = call(&mut client, &key, &value);
             let written = &client.stream_mut().written;
             if let Err(Error::InvalidInput(_)) = result {

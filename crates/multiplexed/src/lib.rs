@@ -61,7 +61,8 @@
 //! (`Shared::fail`): every caller waiting gets that error at once, and every later call fails
 //! without touching the socket. There is no reconnect.
 //!
-//! A call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
+//! The [timeout rules](kvbench_core::Options#timeouts) every client follows hold here as timers:
+//! a call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
 //! later reply fails the connection, as a read timeout does in every hand-written client:
 //! replies come in order, so every caller behind the late one is stuck too. Each batch's `write`
 //! gets at most [`Options::write_timeout`]. The connection is opened as every hand-written client
@@ -85,9 +86,16 @@
 //! for each call, as `lib-redis` drives redis-rs's multiplexer.
 #![deny(missing_docs)]
 
-mod protocols;
+mod operations;
+mod protocol;
+mod resp;
+mod spec;
+mod text;
 
-pub use protocols::{Answer, Command, Protocol, Resp, Text};
+pub use protocol::{Answer, Command, Protocol};
+pub use resp::Resp;
+pub use spec::{SPEC, SPEC_MEMCACHED};
+pub use text::Text;
 
 use std::collections::VecDeque;
 use std::io;
@@ -95,12 +103,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use kvbench_core::{
-    AsyncClient, Backend, BoxFuture, Broken, Client, ClientSpec, Concurrency, ConnectShared,
-    Endpoint, Error, Handle, Kind, Operation, Options, Pipelining, Result, SharedClient, Transport,
-    connect_shared_boxed,
-};
-use kvbench_memcached_reply::place_hit;
+use kvbench_core::{Broken, Endpoint, Error, Options, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Notify, oneshot};
@@ -116,41 +119,6 @@ pub const SET_MANY_WINDOW: usize = 4096;
 /// Most bytes of keys and values of `set_many` commands waiting for their replies at once (one
 /// larger item waits alone).
 pub const SET_MANY_WINDOW_BYTES: usize = 1 << 20;
-
-/// The Redis client.
-pub const SPEC: ClientSpec = ClientSpec {
-    name: "multiplexed",
-    backend: Backend::Redis,
-    summary: "hand-written multiplexer: one connection for every caller, a writer task sending \
-              all that is queued in one write, a reader task answering callers in order",
-    connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
-    connect_async: Some(connect_async_resp),
-    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),
-    operations: Operation::ALL,
-    ..SPEC_MEMCACHED
-};
-
-/// The same client over memcached's text protocol.
-pub const SPEC_MEMCACHED: ClientSpec = ClientSpec {
-    name: "multiplexed/memcached",
-    backend: Backend::Memcached,
-    transports: Transport::ALL,
-    kind: Kind::HandWritten,
-    summary: "the hand-written multiplexer over memcached's text protocol",
-    pipelining: Pipelining::Pipelined(
-        "sets queued through the multiplexer, at most 4,096 (1 MiB) awaiting replies; the writer \
-         sends whatever is queued in one write",
-    ),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
-    loopback_floor: false,
-    connect: |endpoint, options| connect_blocking(connect_async_text(endpoint, options)),
-    connect_async: Some(connect_async_text),
-    concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Text>>),
-    operations: &[Operation::Incr, Operation::GetMany],
-};
 
 /// Where a caller's reply arrives.
 type Receiver = oneshot::Receiver<Result<Answer>>;
@@ -200,26 +168,14 @@ impl Shared {
     // ANCHOR: mux_fail
     fn fail(&self, error: Error) -> Error {
         let mut queue = self.lock();
-        let _ = queue.broken.note::<()>(Err(copy(&error)));
+        let _ = queue.broken.note::<()>(Err(error.clone()));
         queue.write_buf.clear();
         for (_, reply) in queue.slots.drain(..) {
-            let _ = reply.send(Err(copy(&error)));
+            let _ = reply.send(Err(error.clone()));
         }
         error
     }
     // ANCHOR_END: mux_fail
-}
-
-/// The same error again, for each caller it reaches (an [`Error`] may hold an `io::Error`,
-/// which is not `Clone`).
-fn copy(error: &Error) -> Error {
-    match error {
-        Error::Io(err) => Error::Io(io::Error::new(err.kind(), err.to_string())),
-        Error::Timeout(message) => Error::Timeout(message.clone()),
-        Error::Protocol(message) => Error::Protocol(message.clone()),
-        // Not reached: no other error fails an open connection.
-        other => Error::Protocol(other.to_string()),
-    }
 }
 
 /// A handle on one multiplexed connection, speaking protocol `P`. Cloning it is cheap and
@@ -288,6 +244,7 @@ impl<P: Protocol> Multiplexed<P> {
     }
     // ANCHOR_END: mux_send
 
+    // ANCHOR: mux_send_all
     /// Queues `commands` back to back under one lock, so that no other caller's command comes
     /// between them; if one is refused, none is queued.
     fn send_all<'a>(
@@ -305,6 +262,7 @@ impl<P: Protocol> Multiplexed<P> {
         self.shared.wake_writer.notify_one();
         queued
     }
+    // ANCHOR_END: mux_send_all
 
     /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs). An
     /// error reply is this caller's [`Error::Server`].
@@ -362,75 +320,6 @@ impl<P: Protocol> Multiplexed<P> {
     pub async fn delete(&self, key: &[u8]) -> Result<bool> {
         let answer = self.call(Command::Delete, &[key]).await?;
         Ok(matches!(answer, Answer::Integer(removed) if removed > 0))
-    }
-
-    /// Adds 1 to the counter at `key`; its new value.
-    pub async fn incr(&self, key: &[u8]) -> Result<i64> {
-        match self.call(Command::Incr, &[key]).await? {
-            Answer::Integer(value) => Ok(value),
-            _ => Err(self.out_of_step("a counter that is no number")),
-        }
-    }
-
-    /// Reads `keys` with one command, in order, `None` for each miss: RESP's `MGET` answers a
-    /// value per key; memcached's `get k1 … kN` answers only the hits, each placed by the key it
-    /// names (see `kvbench_memcached_reply::place_hit`). No key, no command.
-    pub async fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        match self.call(Command::GetMany(keys.len()), keys).await? {
-            Answer::Values(values) => Ok(values),
-            Answer::Pairs(hits) => {
-                let (mut values, mut next) = (vec![None; keys.len()], 0);
-                for (key, value) in hits {
-                    let place = place_hit(keys, next, &key);
-                    let place = place.ok_or_else(|| self.out_of_step("a VALUE not asked for"))?;
-                    (values[place], next) = (Some(value), place + 1);
-                }
-                Ok(values)
-            }
-            _ => Err(self.out_of_step("no values")),
-        }
-    }
-
-    /// A GET per key, all queued at once (one write, unless the writer is already busy), then
-    /// each answer awaited in order.
-    pub async fn get_many_pipelined(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        let gets = keys
-            .iter()
-            .map(|key| (Command::Get, std::slice::from_ref(key)));
-        let mut values = Vec::with_capacity(keys.len());
-        for (receiver, key) in self.send_all(gets)?.into_iter().zip(keys) {
-            values.push(self.value(self.receive(receiver).await?, key)?);
-        }
-        Ok(values)
-    }
-
-    /// `HSET key f1 v1 …` (Redis).
-    pub async fn hset_many(&self, key: &[u8], fields: &[(&[u8], &[u8])]) -> Result<()> {
-        let pairs = fields.iter().flat_map(|&(field, value)| [field, value]);
-        let args: Vec<&[u8]> = std::iter::once(key).chain(pairs).collect();
-        self.call(Command::HSet, &args).await.map(drop)
-    }
-
-    /// `HGETALL key` (Redis): every field and value; none for a missing key.
-    pub async fn hgetall(&self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        match self.call(Command::HGetAll, &[key]).await? {
-            Answer::Pairs(pairs) => Ok(pairs),
-            _ => Err(self.out_of_step("no fields")),
-        }
-    }
-
-    /// `MULTI`, a SET per item, `EXEC` (Redis), queued as one command with one slot: see
-    /// "Transactions" in the crate docs.
-    pub async fn transaction(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let args: Vec<&[u8]> = items
-            .iter()
-            .flat_map(|&(key, value)| [key, value])
-            .collect();
-        let transaction = Command::Transaction(items.len());
-        self.call(transaction, &args).await.map(drop)
     }
 
     /// Every SET queued through the multiplexer, the oldest reply awaited whenever more than
@@ -530,46 +419,3 @@ async fn read_replies<P: Protocol>(
     }
 }
 // ANCHOR_END: mux_fifo
-
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Resp>, connect_async_resp;
-    get_many_pipelined, incr, get_many, hash, transaction);
-kvbench_core::impl_async_client_by_boxing!(Multiplexed<Text>, connect_async_text;
-    get_many_pipelined, incr, get_many);
-
-impl<P: Protocol> SharedClient for Multiplexed<P>
-where
-    Self: AsyncClient,
-{
-    /// A clone: another handle on the same connection.
-    fn handle(&self) -> Handle {
-        Handle::Async(Box::new(self.clone()))
-    }
-}
-
-impl<P: Protocol> ConnectShared for Multiplexed<P>
-where
-    Self: AsyncClient,
-{
-    /// One connection, whatever number of connections is asked for.
-    async fn connect_shared(endpoint: &Endpoint, options: &Options, _: usize) -> Result<Self> {
-        Self::connect(endpoint, options).await
-    }
-}
-
-/// One caller behind the blocking [`Client`] contract: the async face on a current-thread
-/// runtime of its own, blocked on for each call (the reader and the writer run while a call
-/// waits).
-struct Blocking {
-    inner: Box<dyn AsyncClient>,
-    runtime: kvbench_block_on::Runtime,
-}
-
-// Every operation is forwarded: the async face of either protocol refuses what it lacks.
-kvbench_core::impl_client_by_blocking_on!(Blocking;
-    get_many_pipelined, incr, get_many, hash, transaction);
-
-/// The specs' blocking `connect`: `connect`, the async face's, run on the runtime it will keep.
-fn connect_blocking(connect: BoxFuture<'_, Box<dyn AsyncClient>>) -> Result<Box<dyn Client>> {
-    let (runtime, inner) = kvbench_block_on::connect_on_own_runtime(connect)?;
-    Ok(Box::new(Blocking { inner, runtime }))
-}

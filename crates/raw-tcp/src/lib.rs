@@ -1,15 +1,14 @@
 //! `raw-tcp`: the smallest honest Redis client — one `write` and one `read` per command, nothing
 //! allocated but the value returned. It gives up pipelining: a million SETs are a million round
-//! trips. Compare it with `buffered` (the same connection, pipelined) and with
-//! `raw-tcp/per-token`, which writes the same command token by token and pays for it in system
-//! calls and, with Nagle on, in delayed ACKs.
+//! trips. Compare it with `buffered` (the same connection, pipelined), `raw-unix` (the same code
+//! over a Unix socket), the `redis-rs` library, and `raw-tcp/per-token`, which writes the same
+//! command token by token and pays for it in system calls and, with Nagle on, in delayed ACKs.
 //!
 //! **What it teaches.** A request/response round trip on loopback costs a few microseconds, and
 //! almost all of it is the kernel: one `write`, one `read`, two context switches. A client that
 //! makes exactly those two system calls per command, allocates nothing but the value it returns,
 //! and reads a bulk reply straight into a buffer of the announced size is about as fast as a
-//! synchronous client can be. Compare it with `buffered` (pipelining), `raw-unix` (the same code
-//! over a Unix socket) and the `redis-rs` library.
+//! synchronous client can be.
 //!
 //! **What it offers.** The contract's GET, SET, SET with expiry and DEL, and every optional
 //! operation ([`Operation::ALL`]): `incr` (INCR), `get_many` (one MGET), `hset_many` and
@@ -22,12 +21,8 @@
 //! timeout the connection is marked broken and refuses further commands rather than guess where
 //! the next reply starts.
 //!
-//! **Timeouts.** [`Options::connect_timeout`] bounds the TCP connect; [`Options::write_timeout`]
-//! bounds each `write` (the socket's `SO_SNDTIMEO`); [`Options::read_timeout`] bounds each `read`
-//! *and* the whole reply: the socket's own timeout only notices a server that goes silent, so a
-//! server dripping one byte every 100 ms would otherwise hold a call for as long as it liked.
-//! A reply still incomplete after the read timeout fails with [`Error::Timeout`] at the next
-//! read (so within twice the timeout at worst). See [`RawConnection::set_reply_timeout`].
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts), the whole-reply bound set
+//! by the connect functions ([`RawConnection::set_reply_timeout`]).
 //!
 //! **The Nagle lesson.** [`WriteStrategy::PerToken`] writes every protocol token with its own
 //! `write`, as naive `socket << piece` code does. With `TCP_NODELAY` off, the kernel holds each
@@ -38,20 +33,20 @@
 //! **How to read it.** The connection itself is [`kvbench_resp::blocking::Connection`], generic
 //! over the stream (so `raw-unix` reuses it unchanged) and over how a command is encoded (so
 //! `inline` does too). Open `crates/resp/src/blocking.rs` first: a command is encoded and written
-//! by its [`Encoding`], the reply header read by `read_head`, a bulk value by `read_bulk`, straight
-//! into a `Vec` of the announced size. What is left here is this crate's own lesson: the two ways
-//! of writing a command ([`WriteStrategy`]) and the four specs that measure them.
+//! by its [`Encoding`], the reply header read by `read_header`, a bulk value by `read_bulk`,
+//! straight into a `Vec` of the announced size. What is left here is this crate's own lesson: the
+//! two ways of writing a command ([`WriteStrategy`]) and the four specs that measure them.
 #![deny(missing_docs)]
 
 use std::io::Write;
 use std::net::TcpStream;
 
 use kvbench_core::{
-    Backend, Client, ClientSpec, Endpoint, Error, Kind, Operation, Options, Pipelining, Result,
-    Transport,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Result, Transport,
 };
 use kvbench_resp::blocking::{Connection, Encoding, MultiBulk};
 
+// ANCHOR: raw_tcp_per_token
 /// How a command reaches the socket: this crate's [`Encoding`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteStrategy {
@@ -60,6 +55,7 @@ pub enum WriteStrategy {
     /// One `write` per protocol token (`*3\r\n`, `$3\r\n`, `SET`, `\r\n`, ...): the naive way.
     PerToken,
 }
+// ANCHOR_END: raw_tcp_per_token
 
 impl Encoding for WriteStrategy {
     // ANCHOR: send
@@ -111,9 +107,11 @@ impl Default for Config {
     }
 }
 
+// ANCHOR: raw_tcp_connection
 /// The connection of `raw-tcp` and `raw-unix`: the shared RESP connection, written by a
 /// [`WriteStrategy`].
 pub type RawConnection<S> = Connection<S, WriteStrategy>;
+// ANCHOR_END: raw_tcp_connection
 
 /// Connects over TCP with the given socket settings.
 // ANCHOR: connect_tcp
@@ -145,19 +143,12 @@ pub const SPEC: ClientSpec = ClientSpec {
     name: "raw-tcp",
     backend: Backend::Redis,
     transports: &[Transport::Tcp],
-    kind: Kind::HandWritten,
     summary: "blocking RESP2 over TCP: one write per command, one reused buffer, TCP_NODELAY",
-    pipelining: Pipelining::OneByOne("one round trip per item (the contract's default loop)"),
-    limitations: &[],
-    slow_round_trip: None,
-    known_defects: &[],
-    hostile_outcomes: &[],
     // The fastest Redis client over TCP (one write per command, no pipelining to pay for).
     loopback_floor: true,
     connect: |endpoint, options| connect_with(endpoint, options, Config::default()),
-    connect_async: None,
-    concurrency: kvbench_core::Concurrency::Threads,
     operations: Operation::ALL,
+    ..ClientSpec::HAND_WRITTEN
 };
 
 /// One write per protocol token, `TCP_NODELAY` on: extra syscalls, no Nagle stall.

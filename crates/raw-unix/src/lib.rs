@@ -16,11 +16,8 @@
 //! **What it gives up.** Everything `raw-tcp` gives up, plus reach: a Unix socket only works on
 //! the same machine, so it says nothing about a real network.
 //!
-//! **Timeouts.** Reads and writes are bounded exactly as in `raw-tcp` (the read timeout also
-//! bounds each whole reply). The connect is not: `std` has no `UnixStream::connect_timeout`.
-//! A local connect fails at once when nothing listens, and completes at once while the server's
-//! accept backlog has room; only a server that has stopped calling `accept` with a full backlog
-//! makes it wait, and then it waits until the server accepts or exits.
+//! **Timeouts.** [core's timeout rules](kvbench_core::Options#timeouts), as in `raw-tcp`; what this
+//! transport changes is that the connect has none (`std` has no `UnixStream::connect_timeout`).
 #![deny(missing_docs)]
 
 use std::os::unix::net::UnixStream;
@@ -37,6 +34,7 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<RawConnection<Unix
 }
 // ANCHOR_END: connect_unix
 
+// ANCHOR: raw_unix_spec
 /// The client as the suite lists it: `raw-tcp`'s spec with another name, transport and connect.
 pub const SPEC: ClientSpec = ClientSpec {
     name: "raw-unix",
@@ -50,3 +48,4 @@ pub const SPEC: ClientSpec = ClientSpec {
     },
     ..kvbench_raw_tcp::SPEC
 };
+// ANCHOR_END: raw_unix_spec

@@ -2,7 +2,7 @@
 //! regenerate the lessons from a run.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -32,6 +32,12 @@ enum Command {
         /// Where to write the HTML page (default: <B>/compare-<A-id>.html).
         #[arg(long)]
         html: Option<PathBuf>,
+    },
+    /// Rewrite the tour's code links (docs/tour.md) from the `// ANCHOR:` markers (`make tour`).
+    Tour {
+        /// Repository root (default: found around the current folder).
+        #[arg(long)]
+        root: Option<PathBuf>,
     },
     /// Check a rendered report: a chart per cell, no dead link, well-formed HTML.
     Check {
@@ -88,6 +94,17 @@ fn main() -> Result<ExitCode> {
             for path in &written {
                 println!("wrote {}", path.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tour { root } => {
+            let root = match root {
+                Some(root) => root,
+                None => kvbench_report::lessons::source::find_root(Path::new("."))
+                    .context("no kvbench source tree around the current folder: pass --root")?,
+            };
+            let written = kvbench_report::lessons::tour::generate(&root)
+                .with_context(|| format!("rendering the tour's links under {}", root.display()))?;
+            println!("wrote {}", written.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Check { run_dir } => {

@@ -22,7 +22,7 @@
 //! - [`decode`] checks, then builds a [`Reply`] (mini-redis's `Frame::check` then `Frame::parse`).
 //!
 //! "Need more bytes" is `Ok(None)`, a normal outcome. Malformed bytes are a [`DecodeError`] that
-//! names what was wrong and where; after one, the stream is out of sync and the connection must
+//! names what was wrong and where; after one, the stream is out of step and the connection must
 //! be dropped, which is what its conversion to [`kvbench_core::Error::Protocol`] says.
 //!
 //! ```
@@ -64,7 +64,7 @@
 //! - RESP3 (`_`, `,`, `#`, `%`, `~`, `>`, ...) is rejected as an unknown type byte: the clients
 //!   never send `HELLO 3`, so a RESP3 reply means something is wrong.
 //! - Numbers are read the way Redis writes them and nothing else: an optional `-`, digits, no
-//!   leading zero, no `+`, no spaces. Leniency here would only hide a stream that is out of sync.
+//!   leading zero, no `+`, no spaces. Leniency here would only hide a stream that is out of step.
 //! - [`decode`] copies every string into a `Vec` of its own. Borrowing from the buffer would save
 //!   the copy but tie the reply to the buffer's lifetime; [`parse_header`] is the zero-copy path.
 //! - There is no saved state between calls: a reply arriving over many reads is rescanned from its
@@ -86,7 +86,7 @@ pub mod blocking;
 
 /// Longest bulk string accepted, in bytes: Redis's default `proto-max-bulk-len` (512 MiB). A
 /// server with default settings cannot hold a longer string, so a longer claim means the stream
-/// is out of sync (or the peer is not a Redis server).
+/// is out of step (or the peer is not a Redis server).
 pub const MAX_BULK_LEN: usize = 512 * 1024 * 1024;
 
 /// Most elements accepted in one array: hiredis's default `REDIS_READER_MAX_ARRAY_ELEMENTS`
@@ -156,7 +156,7 @@ pub enum DecodeErrorKind {
     TooDeep,
 }
 
-/// Bytes that are not a valid RESP2 reply. The stream they came from is out of sync.
+/// Bytes that are not a valid RESP2 reply. The stream they came from is out of step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} at byte {offset}")]
 pub struct DecodeError {
@@ -183,7 +183,7 @@ impl DecodeError {
 }
 
 impl From<DecodeError> for kvbench_core::Error {
-    /// Malformed bytes break the connection: it is out of sync and must not be reused.
+    /// Malformed bytes break the connection: it is out of step and must not be reused.
     fn from(err: DecodeError) -> Self {
         kvbench_core::Error::Protocol(err.to_string())
     }
@@ -220,6 +220,7 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<(Header<'_>, usize)>, DecodeErr
     header_at(buf, 0)
 }
 
+// ANCHOR: resp_header_at
 /// Parses the header line that starts at `buf[start]`; returns it and the index just past its
 /// CRLF.
 fn header_at(buf: &[u8], start: usize) -> Result<Option<(Header<'_>, usize)>, DecodeError> {
@@ -251,7 +252,9 @@ fn header_at(buf: &[u8], start: usize) -> Result<Option<(Header<'_>, usize)>, De
     };
     Ok(Some((header, end)))
 }
+// ANCHOR_END: resp_header_at
 
+// ANCHOR: resp_line_at
 /// Finds the line whose type byte is `buf[start]` and which ends at the first `\r\n`. Returns the
 /// text between the type byte and the CRLF, and the index just past the CRLF.
 fn line_at(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, DecodeError> {
@@ -290,6 +293,7 @@ fn line_at(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, DecodeErr
         Ok(None)
     }
 }
+// ANCHOR_END: resp_line_at
 
 /// Reads a decimal integer the way Redis writes one: an optional `-`, then digits, with no leading
 /// zero (`0` itself aside), no `+`, no spaces, no `-0`. `None` if it is not one or does not fit
@@ -326,6 +330,7 @@ fn parse_decimal(text: &[u8]) -> Option<i64> {
     Some(value)
 }
 
+// ANCHOR: resp_parse_length
 /// Reads the length of a `$` or `*` header: -1 means nil, anything else must be in `0..=max`.
 fn parse_length(text: &[u8], max: usize, start: usize) -> Result<Option<usize>, DecodeError> {
     let error = |kind| DecodeError::new(kind, start);
@@ -339,6 +344,7 @@ fn parse_length(text: &[u8], max: usize, start: usize) -> Result<Option<usize>, 
         },
     }
 }
+// ANCHOR_END: resp_parse_length
 
 /// The payload of a bulk string whose `$<len>\r\n` header ended at `data_start`: exactly `len`
 /// bytes, then `\r\n`. Returns the data and the index just past the CRLF.

@@ -8,7 +8,7 @@ use std::io::{self, Read, Write};
 use std::time::Duration;
 
 use kvbench_core::{Backend, Endpoint, Options, Stream, Transport};
-use kvbench_memcached_text::TextClient;
+use kvbench_memcached_text::TextConnection;
 use kvbench_servers::Servers;
 
 /// Private servers for one test: nothing another test does can change what this one counts.
@@ -52,8 +52,8 @@ impl<S: Write> Write for Counting<S> {
 }
 
 /// A client over a counted stream.
-pub fn counted_client(endpoint: &Endpoint) -> TextClient<Counting<Stream>> {
-    TextClient::new(Counting {
+pub fn counted_client(endpoint: &Endpoint) -> TextConnection<Counting<Stream>> {
+    TextConnection::new(Counting {
         inner: connect(endpoint),
         reads: 0,
         writes: 0,

@@ -78,9 +78,7 @@ pub fn replace_block(
     Ok(format!("{before}{begin_line}\n{body}{newline}{end}{after}"))
 }
 
-/// `text` without the generated blocks (marker lines included), for tests comparing what a human
-/// wrote.
-#[cfg(test)]
+/// `text` without the generated blocks (marker lines included): what a human wrote.
 pub fn outside_blocks(text: &str) -> String {
     let mut out = String::new();
     let mut inside = false;

@@ -22,11 +22,13 @@
 //!
 //! Code references are anchors in the source (`// ANCHOR: name` … `// ANCHOR_END: name`) resolved
 //! to line numbers at generation time ([`source`]); `make lessons` fails if an anchor no longer
-//! exists, the report only omits the link.
+//! exists, the report only omits the link. The tour (`docs/tour.md`) links code through the same
+//! anchors ([`tour`]).
 
 pub mod catalogue;
 pub mod markers;
 pub mod source;
+pub mod tour;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -619,3 +619,26 @@ fn every_measured_block_is_found_by_its_clients_comment() {
         assert_eq!(has_block, found.contains(&readme), "{}", readme.display());
     }
 }
+
+/// The committed tour's links are what `make tour` renders now: every anchor it names is marked,
+/// and no line number in it is stale.
+#[test]
+fn the_tour_links_are_current() {
+    let root = workspace();
+    let committed = fs::read_to_string(root.join(tour::TOUR_FILE)).unwrap();
+    let rendered = tour::render(&root).unwrap();
+    assert!(
+        committed == rendered,
+        "docs/tour.md's links are stale: run `make tour`"
+    );
+}
+
+/// Every `// ANCHOR:` marker is there for a lesson or the tour.
+#[test]
+fn every_anchor_is_used() {
+    let unused = tour::unused_anchors(&workspace()).unwrap();
+    assert!(
+        unused.is_empty(),
+        "anchors no lesson or tour names: {unused:?}"
+    );
+}

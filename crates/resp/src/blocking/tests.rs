@@ -11,6 +11,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::Reply;
 use crate::tests::{any_reply, cases};
+use kvbench_core::Error;
 
 /// Reads `replies` with `read` at every read size from 1 byte to all of them; every size must
 /// give the same outcome (compared as printed), returned. Unless that outcome breaks the
