@@ -197,6 +197,25 @@ pub fn ratio(value: f64) -> String {
     format!("{value:.decimals$}×")
 }
 
+/// Spreads of a counted row at most this (0.1 %) are not shown: the count is as good as exact.
+pub const SPREAD_SHOWN: f64 = 0.001;
+
+/// A row's counted instructions per operation for people: `1,398`, or with the phases' spread
+/// where it exceeds [`SPREAD_SHOWN`], `8,986 (spread 38 %)`.
+pub fn instructions(counted: &kvbench_results::Instructions) -> String {
+    let per_op = grouped(counted.per_op);
+    match counted.spread > SPREAD_SHOWN {
+        true => format!(
+            "{per_op} (spread {})",
+            kvbench_results::verdict::percent(1.0 + counted.spread)
+        ),
+        false => per_op,
+    }
+}
+
+/// What a cell shows for a row without counted instructions.
+pub const NOT_COUNTED: &str = "not counted";
+
 /// An optional value formatted with `f`, or an en dash for "no value".
 pub fn opt(value: Option<f64>, f: impl Fn(f64) -> String) -> String {
     match value {
@@ -267,5 +286,26 @@ mod tests {
         assert_eq!(ratio(1.3249), "1.32×");
         assert_eq!(opt(None, ratio), "–");
         assert_eq!(opt(Some(f64::NAN), ratio), "–");
+    }
+
+    #[test]
+    fn instruction_counts_show_their_spread_above_a_tenth_of_a_percent() {
+        let counted = |per_op, spread| kvbench_results::Instructions {
+            per_op,
+            spread,
+            calls: 2_000,
+            owners: Vec::new(),
+            functions: Vec::new(),
+        };
+        assert_eq!(instructions(&counted(1_398.2, 0.0)), "1,398");
+        assert_eq!(instructions(&counted(8_492.0, 0.0009)), "8,492");
+        assert_eq!(
+            instructions(&counted(8_986.0, 0.384)),
+            "8,986 (spread 38 %)"
+        );
+        assert_eq!(
+            instructions(&counted(3_987.0, 0.0013)),
+            "3,987 (spread 0.1 %)"
+        );
     }
 }

@@ -10,7 +10,7 @@ use crate::check;
 use crate::format;
 use crate::model::{self, Callers, Cell, DepthChart, KINDS, Model};
 use crate::paired;
-use crate::results::{Op, Results, Row};
+use crate::results::{Op, Results, Row, Run};
 use crate::svg::{self, Chart, LineChart, RatioChart};
 use crate::tables::{self, CostRow, HeadlineRow, SeriesRow};
 use crate::{Section, template};
@@ -72,6 +72,11 @@ struct CellView {
     chart: Chart,
     /// Each row's paired ratio to the cell's reference (none without paired rounds).
     ratios: Option<RatioChart>,
+    /// Each row's counted instructions per operation (none where nothing was counted).
+    work: Option<Chart>,
+    /// What the instructions and CPU columns are, and why a count is missing, for a note above
+    /// its table.
+    counted: String,
     /// How the cell was timed and its A/A figure, for a note above its table.
     paired: String,
     rows: Vec<CostRow>,
@@ -185,11 +190,15 @@ pub fn render(
             op: section.op.as_str(),
             per_item: per_item(section.op),
             variants: (section.variants.iter())
-                .map(|variant| VariantView {
-                    title: variant.title.clone(),
-                    cells: (cells.by_ref().take(variant.cells.len()))
-                        .map(|(index, cell)| cell_view(index, cell, variant.scale_max))
-                        .collect(),
+                .map(|variant| {
+                    let work_max = svg::work_scale(variant.cells.iter().flat_map(|c| &c.rows));
+                    let scales = (variant.scale_max, work_max);
+                    VariantView {
+                        title: variant.title.clone(),
+                        cells: (cells.by_ref().take(variant.cells.len()))
+                            .map(|(index, cell)| cell_view(index, cell, scales, run))
+                            .collect(),
+                    }
                 })
                 .collect(),
             callers: ((0..).zip(&model.callers))
@@ -276,7 +285,8 @@ fn servers(servers: &kvbench_results::Servers) -> Vec<(&'static str, kvbench_res
     rows
 }
 
-fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
+/// `scales`: the variant's shared axes, ops/s and instructions per operation.
+fn cell_view(index: usize, cell: &Cell, scales: (f64, f64), run: &Run) -> CellView {
     let first = cell.rows[0];
     CellView {
         index,
@@ -284,8 +294,10 @@ fn cell_view(index: usize, cell: &Cell, scale_max: f64) -> CellView {
         backend: title(first.backend.as_str()),
         transport: title(first.transport.as_str()),
         link: cell.criterion_link.as_deref().map(format::url_path),
-        chart: svg::cell_chart(cell, scale_max),
+        chart: svg::cell_chart(cell, scales.0),
         ratios: svg::ratio_chart(cell),
+        work: svg::work_chart(cell, scales.1),
+        counted: counted_note(cell, run),
         paired: cell.aa_note(),
         rows: (cell.by_speed().into_iter())
             .map(|row| tables::cost_row(cell, row))
@@ -325,4 +337,28 @@ fn depth_view(depth: &DepthChart) -> DepthView {
             .collect(),
         rows: tables::depth_rows(depth),
     }
+}
+
+/// The note above a cost table on its two measures of the client's own cost: instructions/op,
+/// counted (or why not, in this run or this cell), and the CPU columns, tick-sampled.
+fn counted_note(cell: &Cell, run: &Run) -> String {
+    let cpu = "The CPU columns are getrusage's process time, split into user and system by the \
+               kernel's timer ticks: context, not a verdict on the client's own work.";
+    let counted = (cell.rows.iter()).any(|r| r.is_ok() && r.instructions_per_op.is_some());
+    let instructions = match (&run.valgrind, counted) {
+        (Some(valgrind), true) => format!(
+            "Instructions/op: the user-space instructions the client's process ran per \
+             operation, counted under {valgrind} (the kernel and the server not counted), with \
+             the spread of the counted phases where it exceeds 0.1 %; hover for the split by \
+             owner."
+        ),
+        (None, true) => "Instructions/op: the user-space instructions the client's process ran \
+                         per operation, counted under valgrind."
+            .to_string(),
+        (Some(_), false) => "Instructions/op: not counted in this cell.".to_string(),
+        (None, false) => "Instructions/op: not counted in this run (no valgrind count: the \
+                          run's notes say why)."
+            .to_string(),
+    };
+    format!("{instructions} {cpu}")
 }

@@ -643,6 +643,36 @@ pub fn network_floor_words(results: &Results) -> String {
     )
 }
 
+/// Why a measured row has no counted instructions, for a tooltip or a sentence: a baseline tool
+/// or floor is not a client of the contract, a pipeline deeper than 100,000 is not counted, and
+/// otherwise the run did not count it (its notes say why).
+pub fn not_counted_reason(row: &Row) -> &'static str {
+    if row.kind == Kind::Baseline {
+        "not counted: a baseline tool or floor is not a client of the contract; only clients run \
+         under valgrind"
+    } else if row.pipeline > 100_000 {
+        "not counted: pipelines deeper than 100,000 are not run under valgrind"
+    } else {
+        "not counted in this run (the run's notes say why)"
+    }
+}
+
+/// A counted row's split by owner, for a tooltip: `N calls per caller in each phase; ours 925,
+/// libc 192, …`.
+pub fn instructions_title(counted: &kvbench_results::Instructions) -> String {
+    let owners: Vec<String> = (counted.owners.iter())
+        .map(|share| format!("{} {}", share.name, format::grouped(share.per_op)))
+        .collect();
+    let mut title = format!(
+        "user-space instructions per operation under valgrind, {} calls per caller in each phase",
+        format::grouped(counted.calls as f64)
+    );
+    if !owners.is_empty() {
+        title += &format!("; by owner: {}", owners.join(", "));
+    }
+    title
+}
+
 /// What a floor row is, in words, for a note under its cell's table (empty for other rows; the
 /// loopback floor is explained with the headline).
 pub fn floor_note(row: &Row) -> &'static str {

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::format;
 use crate::model::{
-    CallersLine, CallersPanel, Cell, DepthChart, DepthClient, series_name, status_class,
+    self, CallersLine, CallersPanel, Cell, DepthChart, DepthClient, series_name, status_class,
     status_word,
 };
 use crate::paired;
@@ -24,8 +24,13 @@ use kvbench_results::verdict;
 /// per backend/transport series (`groups`).
 #[derive(Serialize)]
 pub struct Chart {
-    /// Number of bars (`rect.bar` elements).
+    /// Number of bars (`rect.bar` elements; in a work chart, `rect.work`).
     pub bars: usize,
+    /// `bars` for throughput, `work` for counted instructions: the class of the chart and of
+    /// its bars, which the page's self-check counts apart.
+    class: &'static str,
+    /// The value axis' title.
+    axis: &'static str,
     label: String,
     /// Tick labels at 0, half and the whole axis.
     ticks: [String; 3],
@@ -247,12 +252,74 @@ pub fn cell_chart(cell: &Cell, scale_max: f64) -> Chart {
         .collect();
     Chart {
         bars: marks.iter().filter(|m| m.bar.is_some()).count(),
+        class: "bars",
+        axis: "ops/s",
         label: format!("ops/s per client, {}", cell.label),
         ticks: ticks(max),
         marks,
         groups: Vec::new(),
         series: 0,
     }
+}
+
+/// The largest count among `rows`: a work chart's shared axis.
+pub fn work_scale<'r>(rows: impl IntoIterator<Item = &'r &'r Row>) -> f64 {
+    (rows.into_iter())
+        .filter(|row| row.is_ok())
+        .filter_map(|row| Some(row.instructions_per_op.as_ref()?.per_op))
+        .fold(0.0, f64::max)
+}
+
+/// One cell's counted instructions per operation, drawn as its throughput chart is: a bar per
+/// client that has a count, on an axis shared by the cells of its variant; a client without one
+/// says `not counted` (and why, as tooltip). `None` where no client of the cell was counted.
+/// Failed and unsupported rows, which ran nothing, are left out.
+pub fn work_chart(cell: &Cell, scale_max: f64) -> Option<Chart> {
+    let rows: Vec<&Row> = (cell.rows.iter().copied()).filter(|r| r.is_ok()).collect();
+    if !rows.iter().any(|r| r.instructions_per_op.is_some()) {
+        return None;
+    }
+    let max = nice_ceiling(scale_max);
+    let marks: Vec<Mark> = (rows.iter())
+        .map(|row| {
+            let who = format!("{} ({})", row.client, row.kind);
+            let counted = row.instructions_per_op.as_ref();
+            let bar = counted.map(|counted| Bar {
+                at: (counted.per_op / max).clamp(0.0, 1.0),
+                interval: None,
+                title: format!(
+                    "{who}: {} instructions/op\n{}",
+                    format::instructions(counted),
+                    model::instructions_title(counted)
+                ),
+            });
+            let status = counted.is_none().then(|| Status {
+                class: "unsupported",
+                word: format::NOT_COUNTED.to_string(),
+                title: format!("{who}: {}", model::not_counted_reason(row)),
+            });
+            Mark {
+                name: truncate(&row.client, LABEL_CHARS),
+                title: who,
+                kind: row.kind.as_str(),
+                colour: kind_colour(row.kind),
+                baseline: false,
+                value: counted.map_or(String::new(), |c| format::short(c.per_op)),
+                bar,
+                status,
+            }
+        })
+        .collect();
+    Some(Chart {
+        bars: marks.iter().filter(|m| m.bar.is_some()).count(),
+        class: "work",
+        axis: "instructions/op (counted, valgrind)",
+        label: format!("instructions per operation per client, {}", cell.label),
+        ticks: ticks(max),
+        marks,
+        groups: Vec::new(),
+        series: 0,
+    })
 }
 
 /// One cell's ratios to its reference: a point per row at its paired ratio's median, whiskers
@@ -396,6 +463,8 @@ pub fn depth_chart(chart: &DepthChart, client: &DepthClient) -> Chart {
         bars: (groups.iter().flat_map(|g| g.marks.iter().flatten()))
             .filter(|m| m.bar.is_some())
             .count(),
+        class: "depth",
+        axis: "depth → (ops/s ↑)",
         label: format!("pipelined SET ops/s by depth, {}", client.client),
         ticks: ticks(max),
         marks: Vec::new(),

@@ -83,6 +83,25 @@ impl Td {
         }
     }
 
+    /// A row's counted instructions per operation (with the phases' spread where it exceeds
+    /// 0.1 %), the split by owner as tooltip; `not counted` and why for a measured row without a
+    /// count, `–` for a row that was not measured.
+    fn instructions(row: &Row, measured: bool) -> Td {
+        match (&row.instructions_per_op, measured) {
+            (_, false) => Td::num(None, format::grouped),
+            (Some(counted), true) => Td {
+                title: Some(model::instructions_title(counted)),
+                ..Td::num(Some(counted.per_op), |_| format::instructions(counted))
+            },
+            (None, true) => Td {
+                class: "num",
+                v: Some(String::new()),
+                title: Some(model::not_counted_reason(row).to_string()),
+                text: format::NOT_COUNTED.to_string(),
+            },
+        }
+    }
+
     /// The row's paired ratio to the cell's reference, sorting by its median (1 for the
     /// reference itself).
     fn reference_ratio(cell: &Cell, row: &Row) -> Td {
@@ -208,6 +227,7 @@ pub fn cost_row(cell: &Cell, row: &Row) -> CostRow {
         num(row.cpu_ns_per_op, format::duration_ns),
         num(row.user_ns_per_op, format::duration_ns),
         num(row.sys_ns_per_op, format::duration_ns),
+        Td::instructions(row, measured),
         num(row.syscalls_per_op, |v| format::significant(v, 3)),
         num(row.bytes_read_per_op, format::bytes),
         num(row.bytes_written_per_op, format::bytes),

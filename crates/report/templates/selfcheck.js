@@ -18,8 +18,9 @@ window.addEventListener('load', function () {
       if (!(box.width > 0 && box.height > 0)) problems.push('chart not laid out: ' + name);
       count(svg, 'data-lines', 'g.line');
       count(svg, 'data-points', 'circle.point');
+      count(svg, 'data-work', 'rect.work');
     });
-    f.querySelectorAll('rect.bar, circle.point').forEach(function (r) {
+    f.querySelectorAll('rect.bar, rect.work, circle.point').forEach(function (r) {
       var b = r.getBBox();
       if (!(b.width > 0 && b.height > 0)) problems.push('empty mark in chart ' + name);
     });

@@ -448,7 +448,7 @@ fn cost_tables_carry_ratios_and_sort_keys() {
     assert!(table.contains(">bytes read/op</th>"));
     // Sortable: every numeric cell carries its raw value.
     let numeric = raw_tcp.matches("class=\"num\" data-v=").count();
-    assert_eq!(numeric, 18, "{raw_tcp}");
+    assert_eq!(numeric, 19, "{raw_tcp}");
     // What the interval is, and the run-to-run spread.
     assert!(raw_tcp.contains("<td>range of 3</td>"), "{raw_tcp}");
     assert!(raw_tcp.contains(">5.1 %<"), "noise: {raw_tcp}");
@@ -457,6 +457,67 @@ fn cost_tables_carry_ratios_and_sort_keys() {
     // The fastest row comes first.
     let first = table.lines().find(|l| l.starts_with("<tr><td>")).unwrap();
     assert!(first.starts_with("<tr><td>loopback-floor</td>"), "{first}");
+}
+
+/// Counted instructions per operation: in the cost table beside syscalls/op, with the spread
+/// above 0.1 % and the owners as tooltip; `not counted` for a measured row without a count; a
+/// work chart in the counted cell only; the CPU columns labelled tick-sampled; the same in the
+/// summary.
+#[test]
+fn cost_tables_and_charts_carry_counted_instructions_or_say_not_counted() {
+    let (_dir, page, summary) = common::rendered(&common::fixture());
+    let heads = "<th data-type=\"num\" title=\"user-space instructions";
+    assert!(page.contains(heads), "instructions/op header");
+    assert!(page.contains(">user/op, tick-sampled</th>"));
+    let table_of = |cell: &str| {
+        let at = page
+            .find(&format!("Cost per operation · <code>{cell}</code>"))
+            .unwrap();
+        let end = at + page[at..].find("</details>").unwrap();
+        &page[at..end]
+    };
+    let table = table_of("redis/get/3B/tcp");
+    let line = |client: &str| {
+        let start = format!("<tr><td>{client}</td>");
+        (table.lines()).find(|l| l.starts_with(&start)).unwrap()
+    };
+    let raw_tcp = line("raw-tcp");
+    assert!(
+        raw_tcp.contains("data-v=\"1398.2\" title=\"user-space instructions per operation under valgrind, 2,000 calls per caller in each phase; by owner: ours 925, libc 192\">1,398</td><td class=\"num\" data-v=\"2\">2</td>"),
+        "counted, then syscalls/op: {raw_tcp}"
+    );
+    assert!(line("redis-rs").contains(">8,986 (spread 38 %)<"));
+    let buffered = line("buffered");
+    assert!(
+        buffered.contains("not counted in this run (the run&#39;s notes say why)\">not counted<"),
+        "{buffered}"
+    );
+    assert!(line("redis-benchmark").contains("a baseline tool or floor is not a client"));
+    assert!(table.contains("counted under valgrind-3.19.0"), "{table}");
+    assert!(table.contains("context, not a verdict"), "{table}");
+    assert!(table_of("redis/get/3B/unix").contains("Instructions/op: not counted in this cell."));
+    // A work chart where something was counted: a bar per counted client.
+    let charts: Vec<&str> = page.split("<svg class=\"work\"").skip(1).collect();
+    assert_eq!(
+        charts.len(),
+        3,
+        "GET 3 B over TCP, at 1, 16 and 256 callers"
+    );
+    assert!(charts[0].contains("data-work=\"2\""));
+    assert_eq!(
+        charts[0]
+            .split("</svg>")
+            .next()
+            .unwrap()
+            .matches("<rect class=\"work\"")
+            .count(),
+        2
+    );
+    assert!(charts[0].contains(">not counted</text>"));
+    // The summary: the same columns, the same words.
+    assert!(summary.contains("| instructions/op | syscalls/op |"));
+    assert!(summary.contains("| 8,986 (spread 38 %) |"));
+    assert!(summary.contains("| not counted |"));
 }
 
 #[test]
