@@ -21,10 +21,15 @@
 //!
 //! Each `table:` line is one table, rows separated by `, `: a client and the bench's name of the
 //! cell (backend/op/value size or pipeline depth/transport, then `/c<C>` for C callers), then
-//! `split` for a row of the split-placement run. Each `code:` line names an anchor
+//! `split` for a row of the split-placement run. Its reading sentence names the fastest and the
+//! slowest row by their paired wall-clock ratio: a question of time. A `table by instructions:`
+//! line is a table whose question is the client's own work: its reading gives the rows' counted
+//! instructions per operation first. An `owners:` line (rows as in a table) is a table of where
+//! each row's counted instructions went, by owner, with its top functions (`owners[i]`). Each `code:` line names an anchor
 //! (`// ANCHOR: <name>` … `// ANCHOR_END: <name>` in the file that follows). The body is a
 //! minijinja template: `measured` is the paragraph naming the run(s), `tables[i]` the `i`-th table
-//! with its reading, and `code.<anchor>` the link to the anchor's lines.
+//! with its reading, `owners[i]` the `i`-th owner table, and `code.<anchor>` the link to the
+//! anchor's lines.
 
 use std::sync::LazyLock;
 
@@ -61,6 +66,17 @@ pub struct CodeRef {
     pub path: String,
 }
 
+/// What a table's reading sentence answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// A question of time (`table:`): the paired wall-clock ratio of the fastest row to the
+    /// slowest.
+    Time,
+    /// A question of the client's own work (`table by instructions:`): the rows' counted
+    /// instructions per operation first, then the paired wall-clock ratio.
+    Work,
+}
+
 /// One trade-off.
 #[derive(Debug, Clone)]
 pub struct Lesson {
@@ -70,6 +86,10 @@ pub struct Lesson {
     pub title: String,
     /// The tables, each a list of rows; ratios are to the first measured row.
     pub tables: Vec<Vec<Pick>>,
+    /// How each table (by index) is read: by time, or by the client's own work.
+    pub readings: Vec<Reading>,
+    /// The owner tables: where each row's counted instructions went (`owners[i]`).
+    pub owners: Vec<Vec<Pick>>,
     /// The code that causes the difference.
     pub code: Vec<CodeRef>,
     /// The lesson's Markdown template (after the front matter).
@@ -124,23 +144,36 @@ fn parse(id: &'static str, text: &'static str) -> Result<Lesson, String> {
         id,
         title: String::new(),
         tables: Vec::new(),
+        readings: Vec::new(),
+        owners: Vec::new(),
         code: Vec::new(),
         body,
     };
+    let picks = |value: &str| value.split(", ").map(pick).collect::<Result<Vec<_>, _>>();
     for line in front.lines() {
         let (key, value) = line.split_once(": ").unwrap_or((line, ""));
         let words: Vec<&str> = value.split_whitespace().collect();
         match (key, &words[..]) {
             ("title", _) => lesson.title = value.to_string(),
-            ("table", _) => lesson
-                .tables
-                .push(value.split(", ").map(pick).collect::<Result<_, _>>()?),
+            ("table" | "table by instructions", _) => {
+                lesson.tables.push(picks(value)?);
+                lesson.readings.push(match key {
+                    "table" => Reading::Time,
+                    _ => Reading::Work,
+                });
+            }
+            ("owners", _) => lesson.owners.push(picks(value)?),
             ("code", &[anchor, path]) => lesson.code.push(CodeRef {
                 anchor: anchor.to_string(),
                 path: path.to_string(),
             }),
             ("code", _) => return Err(format!("{line:?} is not `code: <anchor> <path>`")),
-            _ => return Err(format!("{line:?} is not `title:`, `table:` or `code:`")),
+            _ => {
+                return Err(format!(
+                    "{line:?} is not `title:`, `table:`, `table by instructions:`, `owners:` or \
+                     `code:`"
+                ));
+            }
         }
     }
     Ok(lesson)

@@ -38,9 +38,11 @@ use std::path::{Path, PathBuf};
 use crate::format::{self, html as esc};
 use crate::model::{self, BASELINE_CLIENT, Cell};
 use crate::paired;
-use crate::results::{Backend, Kind, Op, PairedRatio, RESULTS_FILE, Results, Row, Transport};
+use crate::results::{
+    Backend, Instructions, Kind, Op, PairedRatio, RESULTS_FILE, Results, Row, Transport,
+};
 use crate::{Error, Section};
-use catalogue::{CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Which};
+use catalogue::{CodeRef, LESSONS, Lesson, MAIN_CELLS, Pick, Reading, Which};
 use kvbench_results::verdict;
 use source::Resolved;
 
@@ -183,10 +185,15 @@ impl Lookup<'_> {
     }
 }
 
-/// The metric cells shared by every table, in Markdown: CPU/op (user + sys), syscalls/op,
-/// bytes read/op (with `bytes`: the lessons' tables, [`LESSON_COST_HEAD`]), allocs/op, p99.
+/// The metric cells shared by every table, in Markdown: instructions/op, CPU/op (user + sys,
+/// tick-sampled), syscalls/op, bytes read/op (with `bytes`: the lessons' tables,
+/// [`LESSON_COST_HEAD`]), allocs/op, p99.
 fn cost_cells(row: Option<&Row>, bytes: bool) -> String {
     let ok = row.filter(|r| r.is_ok());
+    let instructions = match ok {
+        Some(row) => instructions_cell(row),
+        None => "–".to_string(),
+    };
     let cpu = match ok.map(|r| (r.cpu_ns_per_op, r.user_ns_per_op, r.sys_ns_per_op)) {
         Some((Some(cpu), Some(user), Some(sys))) => format!(
             "{} ({} + {})",
@@ -207,7 +214,7 @@ fn cost_cells(row: Option<&Row>, bytes: bool) -> String {
         false => String::new(),
     };
     format!(
-        "{cpu} | {}{read} | {} | {}",
+        "{instructions} | {cpu} | {}{read} | {} | {}",
         count(ok.and_then(|r| r.syscalls_per_op)),
         count(ok.and_then(|r| r.allocs_per_op)),
         format::opt(p99, format::duration_ns)
@@ -217,15 +224,25 @@ fn cost_cells(row: Option<&Row>, bytes: bool) -> String {
 /// Header of the ratio column: throughput over the first row of the table that has one.
 const RATIO_HEAD: &str = "× first measured row";
 
+/// A measured row's counted instructions per operation (`8,986 (spread 38 %)`), or
+/// `not counted`.
+fn instructions_cell(row: &Row) -> String {
+    match &row.instructions_per_op {
+        Some(counted) => format::markdown(&format::instructions(counted)),
+        None => format::NOT_COUNTED.to_string(),
+    }
+}
+
 /// Header and alignment of the metric columns every table ends with.
-const COST_HEAD: &str = "CPU/op (user + sys) | syscalls/op | allocs/op | p99";
-const COST_ALIGN: &str = "--:|--:|--:|--:";
+const COST_HEAD: &str =
+    "instructions/op | CPU/op, tick-sampled (user + sys) | syscalls/op | allocs/op | p99";
+const COST_ALIGN: &str = "--:|--:|--:|--:|--:";
 
 /// The lessons' tables add the bytes the client read per operation (from the server's
 /// counters) beside the system calls that read them; the crate READMEs' tables do not.
-const LESSON_COST_HEAD: &str =
-    "CPU/op (user + sys) | syscalls/op | bytes read/op | allocs/op | p99";
-const LESSON_COST_ALIGN: &str = "--:|--:|--:|--:|--:";
+const LESSON_COST_HEAD: &str = "instructions/op | CPU/op, tick-sampled (user + sys) | syscalls/op \
+     | bytes read/op | allocs/op | p99";
+const LESSON_COST_ALIGN: &str = "--:|--:|--:|--:|--:|--:";
 
 /// A ratio as the report writes it (`1.38×`), with two significant digits below 0.01
 /// (`0.00041×`) so a collapse does not read as zero.
@@ -288,8 +305,9 @@ impl Runs<'_> {
         out
     }
 
-    /// A lesson's table in Markdown, then the sentence that reads it.
-    fn table(&self, picks: &[Pick]) -> String {
+    /// A lesson's table in Markdown, then the sentence that reads it: by time, or, where the
+    /// question is the client's own work, by its counted instructions first.
+    fn table(&self, picks: &[Pick], reading: Reading) -> String {
         let two_runs = picks.iter().any(|p| p.run == Which::Split);
         let found: Vec<Lookup> = picks.iter().map(|p| self.lookup(p)).collect();
         let first = (picks.iter().zip(&found))
@@ -372,7 +390,219 @@ impl Runs<'_> {
         for (index, note) in notes.iter().enumerate() {
             let _ = writeln!(out, "Note {}: {note}\n", index + 1);
         }
+        if reading == Reading::Work {
+            out.push_str(&self.work_reading(picks, &found));
+            out.push_str("\n\n");
+        }
         out.push_str(&self.reading(picks, &found, two_runs));
+        out
+    }
+
+    /// Why the rows of a table or an owner table have no counts: the run's own note on valgrind
+    /// where it has none, else that these rows were not counted.
+    fn not_counted(&self, picks: &[Pick]) -> String {
+        let run = picks.first().and_then(|p| self.get(p.run));
+        let note = run
+            .filter(|run| run.results.run.valgrind.is_none())
+            .and_then(|run| (run.results.run.notes.iter()).find(|n| n.contains("valgrind")));
+        match note {
+            Some(note) => format!(
+                "not counted in this run (its note: {})",
+                format::markdown(note.trim_end_matches('.'))
+            ),
+            None => "not counted in this run".to_string(),
+        }
+    }
+
+    /// The sentence on the client's own work: each counted row's instructions per operation,
+    /// as a multiple of the first counted row's; a difference within the two rows' spreads is
+    /// said to be one.
+    fn work_reading(&self, picks: &[Pick], found: &[Lookup]) -> String {
+        let counted: Vec<(&Pick, &Row, &Instructions)> = (picks.iter().zip(found))
+            .filter_map(|(pick, lookup)| {
+                let row = lookup.row().filter(|r| r.is_ok())?;
+                Some((pick, row, row.instructions_per_op.as_ref()?))
+            })
+            .collect();
+        let Some(&(_, first_row, first)) = counted.first() else {
+            return format!(
+                "Instructions per operation, the client's own work: {}.",
+                self.not_counted(picks)
+            );
+        };
+        let name = |row: &Row| format!("{} ({})", md_code(&row.client), md_code(&row.cell));
+        let mut parts = vec![format!(
+            "{} {}",
+            name(first_row),
+            format::markdown(&format::instructions(first))
+        )];
+        for &(_, row, count) in &counted[1..] {
+            let ratio = count.per_op / first.per_op;
+            let within = (ratio - 1.0).abs() <= first.spread.max(count.spread);
+            let same = format::grouped(count.per_op) == format::grouped(first.per_op);
+            let versus = match (same, within) {
+                (true, _) => format!("the same as {}'s", md_code(&first_row.client)),
+                (false, true) => format!("within their spread of {}'s", md_code(&first_row.client)),
+                (false, false) => format!(
+                    "{} {}'s",
+                    format::markdown(&ratio_text(ratio)),
+                    md_code(&first_row.client)
+                ),
+            };
+            let shown = format::markdown(&format::instructions(count));
+            parts.push(format!("{} {shown}, {versus}", name(row)));
+        }
+        let uncounted: Vec<String> = (picks.iter().zip(found))
+            .filter(|(_, lookup)| lookup.row().is_some_and(|r| r.is_ok()))
+            .filter(|(_, lookup)| (lookup.row()).is_some_and(|r| r.instructions_per_op.is_none()))
+            .map(|(pick, _)| md_code(&pick.client))
+            .collect();
+        let mut out = format!(
+            "Counted, the client's own work in user-space instructions per operation: {}.",
+            parts.join("; ")
+        );
+        if !uncounted.is_empty() {
+            let _ = write!(out, " Not counted: {}.", uncounted.join(", "));
+        }
+        out
+    }
+
+    /// Where each row's counted instructions went: a table by owner (`ours`, `library`, `tokio`,
+    /// `std`, `allocator`, `libc`, then any other owner the run names), the top functions of each
+    /// row, and the sentence that reads them: each row's largest owner, and, where the first two
+    /// rows are one client in two cells, how each owner's share moved between them.
+    fn owners(&self, picks: &[Pick]) -> String {
+        let found: Vec<Lookup> = picks.iter().map(|p| self.lookup(p)).collect();
+        let counted: Vec<(&Pick, Option<&Instructions>)> = (picks.iter().zip(&found))
+            .map(|(pick, lookup)| {
+                let row = lookup.row().filter(|r| r.is_ok());
+                (pick, row.and_then(|r| r.instructions_per_op.as_ref()))
+            })
+            .collect();
+        if counted.iter().all(|(_, c)| c.is_none()) {
+            return format!(
+                "Where the instructions go, by owner and function: {}.\n",
+                self.not_counted(picks)
+            );
+        }
+        let mut owners: Vec<&str> = OWNERS.to_vec();
+        for share in counted
+            .iter()
+            .filter_map(|(_, c)| *c)
+            .flat_map(|c| &c.owners)
+        {
+            if !owners.contains(&share.name.as_str()) {
+                owners.push(&share.name);
+            }
+        }
+        let share_of = |counted: &Instructions, owner: &str| {
+            (counted.owners.iter())
+                .find(|s| s.name == owner)
+                .map(|s| s.per_op)
+        };
+        let mut out = format!(
+            "| client | cell | instructions/op | {} |\n|---|---|--:|{}\n",
+            owners.join(" | "),
+            "--:|".repeat(owners.len())
+        );
+        for (pick, count) in &counted {
+            let cells: Vec<String> = match count {
+                Some(count) => (owners.iter())
+                    .map(|o| format::opt(share_of(count, o), format::grouped))
+                    .collect(),
+                None => vec!["–".to_string(); owners.len()],
+            };
+            let total = match count {
+                Some(count) => format::markdown(&format::instructions(count)),
+                None => format::NOT_COUNTED.to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {total} | {} |",
+                md_code(&pick.client),
+                md_code(&pick.cell),
+                cells.join(" | ")
+            );
+        }
+        let _ = write!(
+            out,
+            "\nThe functions that ran the most, each its own instructions per operation (not its \
+             callees'), the top {TOP_FUNCTIONS} of each row:\n\n| client | cell | function | \
+             instructions/op |\n|---|---|---|--:|\n"
+        );
+        for (pick, count) in &counted {
+            for share in count
+                .iter()
+                .flat_map(|c| c.functions.iter().take(TOP_FUNCTIONS))
+            {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    md_code(&pick.client),
+                    md_code(&pick.cell),
+                    md_code(&share.name),
+                    format::grouped(share.per_op)
+                );
+            }
+        }
+        let largest: Vec<String> = (counted.iter())
+            .filter_map(|(pick, count)| {
+                let count = (*count)?;
+                let top = count
+                    .owners
+                    .iter()
+                    .max_by(|a, b| a.per_op.total_cmp(&b.per_op))?;
+                Some(format!(
+                    "{} ({}): {} {} of {} ({})",
+                    md_code(&pick.client),
+                    md_code(&pick.cell),
+                    md_code(&top.name),
+                    format::grouped(top.per_op),
+                    format::grouped(count.per_op),
+                    share_percent(top.per_op, count.per_op)
+                ))
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "\nThe largest owner of each row: {}.",
+            largest.join("; ")
+        );
+        if let [(a, Some(before)), (b, Some(after)), ..] = counted[..]
+            && a.client == b.client
+        {
+            let moved: Vec<String> = (owners.iter())
+                .filter_map(|owner| {
+                    let (x, y) = (share_of(before, owner), share_of(after, owner));
+                    (x.is_some() || y.is_some()).then(|| {
+                        format!(
+                            "{} {} → {}",
+                            md_code(owner),
+                            format::grouped(x.unwrap_or(0.0)),
+                            format::grouped(y.unwrap_or(0.0))
+                        )
+                    })
+                })
+                .collect();
+            let _ = write!(
+                out,
+                " From {} to {}, {}: in all {} → {} instructions per operation.",
+                md_code(&a.cell),
+                md_code(&b.cell),
+                md_code(&a.client),
+                format::grouped(before.per_op),
+                format::grouped(after.per_op)
+            );
+            let _ = write!(out, " By owner: {}.", moved.join(", "));
+        }
+        let missing: Vec<String> = (counted.iter())
+            .filter(|(_, count)| count.is_none())
+            .map(|(pick, _)| format!("{} ({})", md_code(&pick.client), md_code(&pick.cell)))
+            .collect();
+        if !missing.is_empty() {
+            let _ = write!(out, " Not counted in this run: {}.", missing.join(", "));
+        }
+        out.push('\n');
         out
     }
 
@@ -432,6 +662,20 @@ impl Runs<'_> {
     }
 }
 
+/// The owners of an owner table's columns, in this order (others the run names follow).
+const OWNERS: [&str; 6] = ["ours", "library", "tokio", "std", "allocator", "libc"];
+
+/// Functions an owner table lists per row.
+const TOP_FUNCTIONS: usize = 3;
+
+/// `part` as a share of `whole`: `66 %`.
+fn share_percent(part: f64, whole: f64) -> String {
+    match whole > 0.0 {
+        true => format!("{:.0} %", part / whole * 100.0),
+        false => "–".to_string(),
+    }
+}
+
 /// The paired ratio of `row` (of run `run`) over `other` (of run `other_run`), when both were
 /// timed in the same rounds: one run, one cell.
 fn paired_with(run: Which, row: &Row, other_run: Which, other: &Row) -> Option<PairedRatio> {
@@ -452,7 +696,10 @@ fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) 
         .collect();
     let context = minijinja::context! {
         measured => runs.measured(lesson),
-        tables => lesson.tables.iter().map(|t| runs.table(t)).collect::<Vec<_>>(),
+        tables => (lesson.tables.iter().zip(&lesson.readings))
+            .map(|(t, reading)| runs.table(t, *reading))
+            .collect::<Vec<_>>(),
+        owners => lesson.owners.iter().map(|o| runs.owners(o)).collect::<Vec<_>>(),
         code => links,
     };
     let body = env

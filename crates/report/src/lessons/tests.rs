@@ -13,6 +13,9 @@ use crate::check::{check_run_dir, scan, well_formed};
 const FIXTURE_A: &str = include_str!("../../tests/fixtures/lessons/a.json");
 const FIXTURE_B: &str = include_str!("../../tests/fixtures/lessons/b.json");
 const FIXTURE_SPLIT: &str = include_str!("../../tests/fixtures/lessons/split.json");
+/// A real run of the counted pass alone (GET 3 B cells, quick mode): instructions per
+/// operation, by owner and function, and no timing.
+const FIXTURE_COUNTED: &str = include_str!("../../tests/fixtures/lessons/counted.json");
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -111,6 +114,10 @@ fn every_table_number_is_the_fixtures() {
             head = cells;
             continue;
         }
+        // An owner table (where the instructions went) is checked by its own test.
+        if !head.iter().any(|h| h == "ops/s") {
+            continue;
+        }
         let column = |name: &str| head.iter().position(|h| h == name).unwrap();
         let results = match head.first().map(String::as_str) {
             Some("run (placement)") if cells[0].starts_with("fixture-split") => &split,
@@ -145,8 +152,14 @@ fn every_table_number_is_the_fixtures() {
             ),
             (cpu, _, _) => format::opt(cpu, format::duration_ns),
         };
+        let instructions = match &row.instructions_per_op {
+            Some(counted) => format::markdown(&format::instructions(counted)),
+            None if row.is_ok() => format::NOT_COUNTED.to_string(),
+            None => "–".to_string(),
+        };
         for (name, want) in [
-            ("CPU/op (user + sys)", cpu),
+            ("instructions/op", instructions),
+            ("CPU/op, tick-sampled (user + sys)", cpu),
             (
                 "syscalls/op",
                 format::opt(row.syscalls_per_op, |v| format::significant(v, 3)),
@@ -640,5 +653,77 @@ fn every_anchor_is_used() {
     assert!(
         unused.is_empty(),
         "anchors no lesson or tour names: {unused:?}"
+    );
+}
+
+/// The lessons of a run with counts: each owner table's rows and top functions are the rows'
+/// `owners` and `functions`, a reading on the client's work gives each row's count as a multiple
+/// of the first's, and lesson 10 says where `multiplexed`'s instructions went from one caller to
+/// 256.
+#[test]
+fn owner_tables_and_work_readings_come_from_the_counted_rows() {
+    let counted = Results::parse(FIXTURE_COUNTED, Path::new("counted.json")).unwrap();
+    let runs = runs(&counted, None);
+    let pages = lessons_markdown(&runs, &Code::lenient(None), "##", None);
+    let page = |id: &str| &pages[LESSONS.iter().position(|l| l.id == id).unwrap()];
+    let libraries = page("6-libraries");
+    for line in [
+        "| client | cell | instructions/op | ours | library | tokio | std | allocator | libc |",
+        "| `raw-tcp` | `redis/get/3B/tcp` | 1,398 | 925 | 56 | – | 53 | 172 | 192 |",
+        "| `redis-rs` | `redis/get/3B/tcp` | 8,986 (spread 38 %) | 296 | 2,081 | – | 399 | 639 | 5,571 |",
+        "| `fred` | `redis/get/3B/tcp` | 18,479 | 1,350 | 5,988 | 4,012 | 1,796 | 1,630 | 3,703 |",
+        "| `redis-rs` | `redis/get/3B/tcp` | `__memset_avx2_unaligned_erms` | 5,394 |",
+        "| `raw-tcp` | `redis/get/3B/tcp` | `kvbench_resp::put_number_line` | 147 |",
+    ] {
+        assert!(libraries.contains(line), "{line}\n{libraries}");
+    }
+    // Three functions a row.
+    assert_eq!(
+        libraries
+            .matches("| `fred` | `redis/get/3B/tcp` | `")
+            .count(),
+        3
+    );
+    assert!(libraries.contains("`redis-rs` (`redis/get/3B/tcp`): `libc` 5,571 of 8,986 (62 %)"));
+    assert!(
+        libraries
+            .contains("`redis-rs` (`redis/get/3B/tcp`) 8,986 (spread 38 %), 6.43× `raw-tcp`'s"),
+        "{libraries}"
+    );
+    let multiplexing = page("10-multiplexing");
+    for words in [
+        "`multiplexed`: in all 8,492 → 3,987 instructions per operation",
+        "`ours` 2,459 → 1,825",
+        "`tokio` 4,487 → 1,205",
+    ] {
+        assert!(multiplexing.contains(words), "{words}\n{multiplexing}");
+    }
+    // A row the counted run has but did not count: named, not filled in.
+    let writes = page("2-writes");
+    assert!(writes.contains("1,637, 1.17× `raw-tcp`'s"), "{writes}");
+}
+
+/// Without counts, every work reading and owner table says so, with the run's own note on
+/// valgrind where it has one.
+#[test]
+fn lessons_say_not_counted_where_the_run_has_no_counts() {
+    let mut a = parse(FIXTURE_A);
+    let text = all_markdown(&runs(&a, None));
+    assert!(
+        text.contains("Where the instructions go, by owner and function: not counted in this run.")
+    );
+    assert!(
+        text.contains(
+            "Instructions per operation, the client's own work: not counted in this run."
+        )
+    );
+    assert!(text.contains("| not counted |"));
+    a.run.valgrind = None;
+    let note = "instructions per operation not counted: valgrind not found";
+    a.run.notes.push(format!("{note}."));
+    let text = all_markdown(&runs(&a, None));
+    assert!(
+        text.contains(&format!("not counted in this run (its note: {note})")),
+        "{text}"
     );
 }
