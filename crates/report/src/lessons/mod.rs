@@ -481,7 +481,7 @@ impl Runs<'_> {
             .collect();
         if counted.iter().all(|(_, c)| c.is_none()) {
             return format!(
-                "Where the instructions go, by owner and function: {}.\n",
+                "Where the instructions go, by owner and function: {}.",
                 self.not_counted(picks)
             );
         }
@@ -602,7 +602,6 @@ impl Runs<'_> {
         if !missing.is_empty() {
             let _ = write!(out, " Not counted in this run: {}.", missing.join(", "));
         }
-        out.push('\n');
         out
     }
 
