@@ -727,3 +727,28 @@ fn lessons_say_not_counted_where_the_run_has_no_counts() {
         "{text}"
     );
 }
+
+/// The lessons whose question is the client's own cost (all but 8, 9 and 11) read at least one
+/// table by its counted instructions; every owner table a lesson declares is shown once.
+#[test]
+fn lessons_on_the_clients_own_work_read_instructions() {
+    for (number, lesson) in (1..).zip(LESSONS.iter()) {
+        assert_eq!(lesson.readings.len(), lesson.tables.len(), "{}", lesson.id);
+        let work = lesson.readings.contains(&Reading::Work);
+        assert_eq!(work, !matches!(number, 8 | 9 | 11), "{}", lesson.id);
+        for index in 0..lesson.owners.len() {
+            let placeholder = format!("{{{{ owners[{index}] }}}}");
+            assert_eq!(
+                lesson.body.matches(&placeholder).count(),
+                1,
+                "{}",
+                lesson.id
+            );
+        }
+    }
+    let with_owners: Vec<&str> = (LESSONS.iter())
+        .filter(|l| !l.owners.is_empty())
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(with_owners, ["6-libraries", "10-multiplexing"]);
+}
