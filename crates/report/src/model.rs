@@ -576,6 +576,13 @@ pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
         ("rustc", run.rustc.clone()),
         ("placement", run.describe_placement()),
         ("method", run.method.clone()),
+        (
+            "instructions counted by",
+            run.valgrind.clone().unwrap_or_else(|| {
+                "nothing: instructions per operation not counted in this run (the notes say why)"
+                    .to_string()
+            }),
+        ),
         ("A/A check", paired::aa_summary_text(results)),
         ("filters", run.filters.clone()),
         (

@@ -622,6 +622,7 @@ fn environment_section_shows_the_run() {
         "stack overflow &lt;kills the process&gt;",
         "median spread",
         "17 min 42 s",
+        "<th>instructions counted by</th><td>valgrind-3.19.0</td>",
     ] {
         assert!(section.contains(needle), "{needle} missing");
     }
