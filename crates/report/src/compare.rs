@@ -126,6 +126,25 @@ pub struct Compared {
     pub range: Option<(f64, f64)>,
     /// Whether the ops/s difference is outside the run-to-run noise (rows timed apart).
     pub verdict: Verdict,
+    /// Counted instructions per operation in A and B (exact, so comparable across runs and
+    /// machines for one Cargo.lock; an async client's within its spread).
+    pub instructions: [Option<f64>; 2],
+}
+
+impl Compared {
+    /// Counted instructions per operation, A → B, with B's over A's: `1,398 → 1,402 (1.003×)`;
+    /// `not counted` where either run has no count.
+    pub fn instructions_text(&self) -> String {
+        match self.instructions {
+            [Some(a), Some(b)] => format!(
+                "{} → {} ({})",
+                format::grouped(a),
+                format::grouped(b),
+                ratio_text(Some(b / a))
+            ),
+            _ => format::NOT_COUNTED.to_string(),
+        }
+    }
 }
 
 /// Two runs side by side.
@@ -216,6 +235,10 @@ fn compare_row(a: &Row, b: &Row, noise: (Option<f64>, Option<f64>)) -> Compared 
         b_ops,
         verdict,
         key: b.key(),
+        instructions: [a, b].map(|row| {
+            let counted = row.instructions_per_op.as_ref().filter(|_| row.is_ok())?;
+            Some(counted.per_op)
+        }),
     }
 }
 
@@ -299,6 +322,8 @@ struct ComparedRow<'a> {
     change: String,
     /// A's and B's ops/s, and B's over A's.
     cells: [Td; 3],
+    /// A's and B's counted instructions per operation, and B's over A's.
+    instructions: [Td; 3],
     verdict: String,
 }
 
@@ -418,10 +443,11 @@ impl Comparison {
             "A ops/s",
             "B ops/s",
             "B/A",
+            "instructions/op",
             "verdict",
         ]
         .map(String::from);
-        let mut table: Vec<[String; 10]> = vec![header];
+        let mut table: Vec<[String; 11]> = vec![header];
         for row in &self.rows {
             table.push([
                 row.cell.clone(),
@@ -433,16 +459,17 @@ impl Comparison {
                 format::opt(row.a_ops, format::grouped),
                 format::opt(row.b_ops, format::grouped),
                 range_text(row.ratio, row.range),
+                row.instructions_text(),
                 row.verdict.text(),
             ]);
         }
-        let mut widths = [0usize; 10];
+        let mut widths = [0usize; 11];
         for line in &table {
             for (w, cell) in widths.iter_mut().zip(line) {
                 *w = (*w).max(cell.chars().count());
             }
         }
-        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, _] = widths;
+        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, _] = widths;
         for [
             cell,
             client,
@@ -453,13 +480,14 @@ impl Comparison {
             a,
             b,
             ratio,
+            instructions,
             verdict,
         ] in &table
         {
             // Numbers right-aligned, words left-aligned; the last column is not padded.
             let line = format!(
                 "{cell:<w0$}  {client:<w1$}  {reference:<w2$}  {a_ref:>w3$}  {b_ref:>w4$}  \
-                 {change:<w5$}  {a:>w6$}  {b:>w7$}  {ratio:>w8$}  {verdict}"
+                 {change:<w5$}  {a:>w6$}  {b:>w7$}  {ratio:>w8$}  {instructions:>w9$}  {verdict}"
             );
             let _ = writeln!(out, "{}", line.trim_end());
         }
@@ -520,6 +548,19 @@ impl Comparison {
                     Td::num(row.b_ops, format::grouped),
                     Td::num(row.ratio, |_| range_text(row.ratio, row.range)),
                 ],
+                instructions: {
+                    let [a, b] = row.instructions;
+                    let counted = |value: Option<f64>| match value {
+                        Some(_) => Td::num(value, format::grouped),
+                        None => Td::num(None, format::grouped).with_text(format::NOT_COUNTED),
+                    };
+                    let ratio = a.zip(b).map(|(a, b)| b / a);
+                    [
+                        counted(a),
+                        counted(b),
+                        Td::num(ratio, |r| ratio_text(Some(r))),
+                    ]
+                },
                 verdict: row.verdict.text(),
             })
             .collect();

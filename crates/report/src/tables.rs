@@ -38,6 +38,14 @@ impl Td {
         }
     }
 
+    /// The same cell showing `text` instead (its sort value kept).
+    pub fn with_text(self, text: impl Into<String>) -> Td {
+        Td {
+            text: text.into(),
+            ..self
+        }
+    }
+
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Td {
         Td {

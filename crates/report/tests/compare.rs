@@ -271,3 +271,36 @@ fn the_primary_figure_is_each_rows_ratio_to_its_reference_and_aa_bounds_a_change
     well_formed(&scan(&html).unwrap()).unwrap();
     assert!(html.contains("<td>lost</td>"));
 }
+
+/// Counted instructions compare exactly: A → B with B's over A's where both runs counted the
+/// row, `not counted` where either did not; in the text and in the page.
+#[test]
+fn counted_instructions_compare_a_to_b() {
+    let a = fixture();
+    let mut b = a.clone();
+    b["run"]["id"] = json!("run-b");
+    for row in b["rows"].as_array_mut().unwrap() {
+        if row["cell"] == "redis/get/3B/tcp" && row["client"] == "raw-tcp" {
+            row["instructions_per_op"] = common::counted(1_402.4, 0.0, &[("ours", 929.0)]);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_run(&dir.path().join("a"), &a);
+    write_run(&dir.path().join("b"), &b);
+    let comparison = compare_runs(&dir.path().join("a"), &dir.path().join("b")).unwrap();
+    let row = |client: &str| {
+        (comparison.rows.iter())
+            .find(|r| r.cell == "redis/get/3B/tcp" && r.key.client == client)
+            .unwrap()
+    };
+    assert_eq!(row("raw-tcp").instructions_text(), "1,398 → 1,402 (1.003×)");
+    assert_eq!(row("buffered").instructions_text(), "not counted");
+    let text = comparison.text();
+    assert!(text.contains("instructions/op"), "{text}");
+    assert!(text.contains("1,398 → 1,402 (1.003×)"), "{text}");
+    let html = comparison.html();
+    well_formed(&scan(&html).unwrap()).unwrap();
+    assert!(html.contains(">1,398</td><td class=\"num\" data-v=\"1402.4\">1,402</td>"));
+    assert!(html.contains(">1.003×</td>"));
+    assert!(html.contains(">not counted</td>"));
+}
