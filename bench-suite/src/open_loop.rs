@@ -361,7 +361,10 @@ impl Timer {
         }
         // SAFETY: `fd` was just created and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Timer(AsyncFd::with_interest(fd, Interest::READABLE)?))
+        // SAFETY: the descriptor is open, and `OwnedFd` keeps it open, the same file, until the
+        // `AsyncFd` drops it; `as_raw_fd` returns it.
+        let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
+        Ok(Timer(registered.map_err(std::io::Error::from)?))
     }
 
     /// Returns at `at`: arms the timer, then waits until it has expired.
