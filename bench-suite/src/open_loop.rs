@@ -241,6 +241,7 @@ fn precise_sleeps() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
+// ANCHOR: open_caller
 /// A thread per caller, each sleeping until its next intended start.
 pub(crate) fn threads(clients: &mut [Box<dyn Client>], w: &Workload, s: &Schedule) -> Result<Run> {
     let logs = callers::on_threads(clients, |caller, client| {
@@ -263,6 +264,7 @@ pub(crate) fn threads(clients: &mut [Box<dyn Client>], w: &Workload, s: &Schedul
     });
     Run::gather(s, logs)
 }
+// ANCHOR_END: open_caller
 
 /// A task per caller on the bench's runtime, each woken for its slots by a pacer task.
 pub(crate) fn tasks(
@@ -476,6 +478,7 @@ impl Run {
         self.completed as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    // ANCHOR: open_saturated
     /// Answered less than [`SATURATED_BELOW`] of the offered rate, or its backlog grew in the
     /// second half by more than a request per caller and 1 % of the requests.
     pub fn saturated(&self) -> bool {
@@ -483,6 +486,7 @@ impl Run {
         self.achieved() < SATURATED_BELOW * self.rate
             || self.backlog_end > self.backlog_middle + growth
     }
+    // ANCHOR_END: open_saturated
 
     /// The row's record of it.
     pub fn record(&self) -> OpenLoop {
