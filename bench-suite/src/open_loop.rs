@@ -244,8 +244,13 @@ fn precise_sleeps() {
 // ANCHOR: open_caller
 /// A thread per caller, each sleeping until its next intended start.
 pub(crate) fn threads(clients: &mut [Box<dyn Client>], w: &Workload, s: &Schedule) -> Result<Run> {
+    // The schedule starts once every caller runs: on a busy CPU the last of 256 released
+    // threads may run milliseconds after the first, and its lateness would be the harness's.
+    let ready = std::sync::Barrier::new(clients.len());
     let logs = callers::on_threads(clients, |caller, client| {
         precise_sleeps();
+        ready.wait();
+        s.start();
         let args = Args::default();
         let mut log = CallerLog::new(caller);
         while let Some(intended) = log.next(s) {
@@ -277,8 +282,6 @@ pub(crate) fn tasks(
     let s = Rc::new(s);
     let wake: Rc<Vec<Notify>> = Rc::new((0..handles.len()).map(|_| Notify::new()).collect());
     let w = Rc::new(w.clone());
-    // Fixed before the pacer and the tasks read it.
-    s.start();
     let timer = {
         // Registering the timer with the runtime's event loop needs its context.
         let _context = runtime.enter();
@@ -322,6 +325,9 @@ pub(crate) fn tasks(
 /// own event loop wakes it: no other thread, whose wake-ups the runtime would have to take
 /// across threads, and no millisecond ticks.
 async fn pace(s: Rc<Schedule>, wake: Rc<Vec<Notify>>, timer: Timer) -> std::io::Result<()> {
+    // Spawned before the callers, it runs first and fixes the start; every caller's first poll
+    // comes before the first slot's time.
+    s.start();
     let mut released = 0;
     for slot in 0..s.slots() {
         let at = s.at(slot);
