@@ -771,6 +771,7 @@ mod tests {
             pipeline: 1,
             transport: Transport::Tcp,
             concurrency: 1,
+            open: false,
         };
         assert!(!memaslap_serves(&cell), "1 MiB values would be evicted");
         assert!(memaslap_serves(&Cell {
@@ -811,6 +812,7 @@ mod tests {
             pipeline: 100,
             transport: Transport::Tcp,
             concurrency: 1,
+            open: false,
         };
         assert!(memaslap_serves(&cell));
         let pipelined = Cell {

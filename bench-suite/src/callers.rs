@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::costs::{self, CountingAllocator};
 use crate::drivers::{self, Args, Workload};
 use crate::matrix::{Cell, Op};
+use crate::open_loop;
 
 /// How the callers run.
 enum Served {
@@ -124,6 +125,21 @@ impl Callers {
         }
     }
 
+    /// An open-loop run of `w`: the callers share `schedule`'s offered rate
+    /// ([`crate::open_loop`]); the first error any caller met is returned.
+    pub fn open_round(
+        &mut self,
+        w: &Workload,
+        schedule: open_loop::Schedule,
+    ) -> Result<open_loop::Run> {
+        match &mut self.served {
+            Served::Threads(clients) => open_loop::threads(clients, w, &schedule),
+            Served::Tasks(handles) => {
+                open_loop::tasks(&self.runtime, &self.local, handles, w, schedule)
+            }
+        }
+    }
+
     /// Every caller makes `n` operations of `w`, back to back; the first error any caller met
     /// is returned (the others finish their round).
     pub fn round(&mut self, w: &Workload, n: u64, record: bool) -> Result<Round> {
@@ -199,36 +215,18 @@ fn threads_round(
     n: u64,
     record: bool,
 ) -> Result<Round> {
-    // Starting a thread allocates: those allocations are the round's set-up, not its work.
-    let counting = CountingAllocator::pause();
-    let barrier = Arc::new(Barrier::new(clients.len() + 1));
-    let outcomes = std::thread::scope(|scope| {
-        let workers: Vec<_> = clients
-            .iter_mut()
-            .map(|client| {
-                let barrier = Arc::clone(&barrier);
-                let latencies = Vec::with_capacity(if record { n as usize } else { 0 });
-                scope.spawn(move || {
-                    barrier.wait();
-                    // Each caller's own clock: on a shared CPU the released threads may run
-                    // before the thread that released them does.
-                    let start = Instant::now();
-                    let outcome = caller_loop(
-                        || drivers::run_sync(client.as_mut(), w, &Args::default()),
-                        n,
-                        record,
-                        latencies,
-                    );
-                    (start, Instant::now(), outcome)
-                })
-            })
-            .collect();
-        barrier.wait();
-        CountingAllocator::enable(counting);
-        workers
-            .into_iter()
-            .map(|worker| worker.join())
-            .collect::<Vec<_>>()
+    let outcomes = on_threads(clients, |_, client| {
+        let latencies = Vec::with_capacity(if record { n as usize } else { 0 });
+        // Each caller's own clock: on a shared CPU the released threads may run before the
+        // thread that released them does.
+        let start = Instant::now();
+        let outcome = caller_loop(
+            || drivers::run_sync(client, w, &Args::default()),
+            n,
+            record,
+            latencies,
+        );
+        (start, Instant::now(), outcome)
     });
     let mut first_start: Option<Instant> = None;
     let mut last_end: Option<Instant> = None;
@@ -240,7 +238,7 @@ fn threads_round(
                 last_end = Some(last_end.map_or(end, |last| last.max(end)));
                 results.push(result);
             }
-            Err(_) => results.push((Err(Error::Protocol("a caller panicked".into())), Vec::new())),
+            Err(err) => results.push((Err(err), Vec::new())),
         }
     }
     let elapsed = match (first_start, last_end) {
@@ -250,10 +248,35 @@ fn threads_round(
     gather(elapsed, results.into_iter())
 }
 
-#[allow(
-    clippy::await_holding_refcell_ref,
-    reason = "no RefCell: handles are moved into their task and back"
-)]
+/// Runs `caller(i, client)` for every client at once, each on a thread of its own, released
+/// together through a barrier (their start is set-up, not work: its allocations are not
+/// counted); each caller's outcome, in order, or the error of one that panicked.
+pub(crate) fn on_threads<T: Send>(
+    clients: &mut [Box<dyn Client>],
+    caller: impl Fn(usize, &mut dyn Client) -> T + Sync,
+) -> Vec<Result<T>> {
+    // Starting a thread allocates: those allocations are the round's set-up, not its work.
+    let counting = CountingAllocator::pause();
+    let barrier = Arc::new(Barrier::new(clients.len() + 1));
+    let caller = &caller;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (clients.iter_mut().enumerate())
+            .map(|(i, client)| {
+                let barrier = Arc::clone(&barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    caller(i, client.as_mut())
+                })
+            })
+            .collect();
+        barrier.wait();
+        CountingAllocator::enable(counting);
+        (workers.into_iter())
+            .map(|worker| (worker.join()).map_err(|_| Error::Protocol("a caller panicked".into())))
+            .collect()
+    })
+}
+
 fn tasks_round(
     runtime: &Runtime,
     local: &LocalSet,
@@ -262,33 +285,57 @@ fn tasks_round(
     n: u64,
     record: bool,
 ) -> Result<Round> {
+    let w = Rc::new(w.clone());
+    let (elapsed, outcomes) = on_tasks(runtime, local, handles, |_, mut handle| {
+        let w = Rc::clone(&w);
+        let mut latencies = Vec::with_capacity(if record { n as usize } else { 0 });
+        async move {
+            let mut outcome = Ok(());
+            for _ in 0..n {
+                let start = Instant::now();
+                let args = Args::default();
+                if let Err(err) = drivers::run_async(handle.as_mut(), &w, &args).await {
+                    outcome = Err(err);
+                    break;
+                }
+                if record {
+                    latencies.push(start.elapsed().as_nanos().max(1) as u64);
+                }
+            }
+            (handle, (outcome, latencies))
+        }
+    });
+    let results = (outcomes.into_iter()).map(|outcome| match outcome {
+        Ok(result) => result,
+        Err(err) => (Err(err), Vec::new()),
+    });
+    gather(elapsed, results)
+}
+
+/// Runs the future `caller(i, handle)` makes for every handle at once, each a task of its own
+/// on the bench's current-thread runtime (spawning is set-up: its allocations are not
+/// counted); the time from their start to the last one's end, and each caller's outcome in
+/// order (the error of a task that failed). The handles come back with their tasks.
+#[allow(
+    clippy::await_holding_refcell_ref,
+    reason = "no RefCell: handles are moved into their task and back"
+)]
+pub(crate) fn on_tasks<T: 'static, F>(
+    runtime: &Runtime,
+    local: &LocalSet,
+    handles: &mut Vec<Box<dyn AsyncClient>>,
+    caller: impl Fn(usize, Box<dyn AsyncClient>) -> F,
+) -> (Duration, Vec<Result<T>>)
+where
+    F: std::future::Future<Output = (Box<dyn AsyncClient>, T)> + 'static,
+{
     // Spawning a task allocates: the round's set-up, not its work.
     let counting = CountingAllocator::pause();
-    let w = Rc::new(w.clone());
     let owned = std::mem::take(handles);
     let (elapsed, outcomes) = local.block_on(runtime, async {
         // Spawned tasks wait until this one yields: every caller starts with the clock.
-        let tasks: Vec<_> = owned
-            .into_iter()
-            .map(|mut handle| {
-                let w = Rc::clone(&w);
-                let mut latencies = Vec::with_capacity(if record { n as usize } else { 0 });
-                tokio::task::spawn_local(async move {
-                    let mut outcome = Ok(());
-                    for _ in 0..n {
-                        let start = Instant::now();
-                        let args = Args::default();
-                        if let Err(err) = drivers::run_async(handle.as_mut(), &w, &args).await {
-                            outcome = Err(err);
-                            break;
-                        }
-                        if record {
-                            latencies.push(start.elapsed().as_nanos().max(1) as u64);
-                        }
-                    }
-                    (handle, outcome, latencies)
-                })
-            })
+        let tasks: Vec<_> = (owned.into_iter().enumerate())
+            .map(|(i, handle)| tokio::task::spawn_local(caller(i, handle)))
             .collect();
         CountingAllocator::enable(counting);
         let start = Instant::now();
@@ -301,17 +348,14 @@ fn tasks_round(
     let mut results = Vec::with_capacity(outcomes.len());
     for outcome in outcomes {
         match outcome {
-            Ok((handle, result, latencies)) => {
+            Ok((handle, result)) => {
                 handles.push(handle);
-                results.push((result, latencies));
+                results.push(Ok(result));
             }
-            Err(err) => results.push((
-                Err(Error::Protocol(format!("a caller's task: {err}"))),
-                Vec::new(),
-            )),
+            Err(err) => results.push(Err(Error::Protocol(format!("a caller's task: {err}")))),
         }
     }
-    gather(elapsed, results.into_iter())
+    (elapsed, results)
 }
 
 /// The round's outcome from every caller's: the first error, or all latencies.
@@ -408,6 +452,7 @@ pub fn run_memory_probe(json: &str, clients: &[ClientSpec]) -> std::result::Resu
         pipeline: 1,
         transport: endpoint.transport(),
         concurrency: probe.callers,
+        open: false,
     };
     let w = Workload {
         cell,

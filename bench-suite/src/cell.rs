@@ -95,6 +95,9 @@ struct Entry<'w> {
 
 /// Runs one visit of a cell.
 pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
+    if visit.cell.open {
+        return crate::open_loop::run(ctx, visit);
+    }
     let cell = visit.cell;
     let mut rows: Vec<Option<Row>> = vec![None; visit.contenders.len()];
     for (slot, contender) in rows.iter_mut().zip(&visit.contenders) {
@@ -109,18 +112,8 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
             twin_rounds: None,
         });
     }
-    fresh_server(ctx, &cell)?;
-    // A fresh cluster is a new one, on new ports.
-    let endpoint = (ctx.servers.endpoint(cell.backend, cell.transport)).with_context(|| {
-        format!(
-            "the fresh {} server has no {}",
-            cell.backend, cell.transport
-        )
-    })?;
-    let w = Workload::new(cell, |key| ctx.servers.key(cell.backend, key));
+    let (endpoint, w, mut reference) = prepare(ctx, cell)?;
     let args = w.args();
-    let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
-    verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
 
     // Connected and verified, every one, before anything is timed.
     let mut entries: Vec<(usize, Entry)> = Vec::new();
@@ -367,6 +360,26 @@ fn count_pass(
     }
 }
 
+/// The cell's server started afresh, its endpoint, the cell's workload, and a reference
+/// connection that has prepared the server for it.
+pub(crate) fn prepare(
+    ctx: &mut Context<'_>,
+    cell: Cell,
+) -> Result<(Endpoint, Workload, Reference)> {
+    fresh_server(ctx, &cell)?;
+    // A fresh cluster is a new one, on new ports.
+    let endpoint = (ctx.servers.endpoint(cell.backend, cell.transport)).with_context(|| {
+        format!(
+            "the fresh {} server has no {}",
+            cell.backend, cell.transport
+        )
+    })?;
+    let w = Workload::new(cell, |key| ctx.servers.key(cell.backend, key));
+    let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
+    verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
+    Ok((endpoint, w, reference))
+}
+
 /// The rounds: each a block of every contender still running, in a fresh random order (the A/A
 /// twin among them), until the plan's minimum is done, its budget is spent and every baseline
 /// tool has run its minimum, or the maximum is reached. A baseline tool's run takes ~100 ms (a
@@ -534,7 +547,7 @@ fn with_rounds_cpu(row: &mut Row, blocks: &[Block]) {
 }
 
 /// Why a contender could not be connected.
-enum Refusal {
+pub(crate) enum Refusal {
     /// The client refused the cell's input before sending (listed unsupported).
     Unsupported(String),
     /// It failed, or answered wrongly.
@@ -542,10 +555,10 @@ enum Refusal {
 }
 
 /// The row's concurrency model and counted connections, when a client set them.
-type Model = Option<(kvbench_results::ConcurrencyModel, u32)>;
+pub(crate) type Model = Option<(kvbench_results::ConcurrencyModel, u32)>;
 
 /// Connects a contender to the visit's server and verifies a client's work once.
-fn connect<'w>(
+pub(crate) fn connect<'w>(
     ctx: &mut Context<'_>,
     w: &Workload,
     args: &Args<'w>,
@@ -755,12 +768,12 @@ fn connect_twin<'w>(
 }
 
 /// The row of a contender in `cell`, nothing measured yet.
-fn new_row(cell: &Cell, contender: &crate::plan::Contender) -> Row {
+pub(crate) fn new_row(cell: &Cell, contender: &crate::plan::Contender) -> Row {
     results::new_row(cell, contender.name, contender.kind)
 }
 
 /// A pair's error, with the likely cause when the server is gone.
-fn pair_error(servers: &Servers, cell: &Cell, what: &str) -> String {
+pub(crate) fn pair_error(servers: &Servers, cell: &Cell, what: &str) -> String {
     if servers.is_alive(cell.backend) {
         what.to_string()
     } else {

@@ -7,7 +7,8 @@
 //! then measures its cost per operation ([`costs`]; bytes on the wire from the server's own
 //! counters, [`wire`]) and adds same-run baselines ([`baselines`]; for a server on another host,
 //! its network floor: [`network_floor`]).
-//! A cell with many callers runs them the way each client's spec declares ([`callers`]).
+//! A cell with many callers runs them the way each client's spec declares ([`callers`]); an
+//! open-loop cell runs them at fixed offered rates instead ([`open_loop`]).
 //! Everything lands in `reports/<run-id>/results.json` ([`results`]).
 #![deny(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod drivers;
 pub mod environment;
 pub mod matrix;
 pub mod network_floor;
+pub mod open_loop;
 pub mod plan;
 pub mod results;
 pub mod runner;

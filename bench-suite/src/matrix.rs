@@ -29,6 +29,10 @@ pub struct Cell {
     /// Callers in flight, each waiting for its own reply before its next request (a closed
     /// loop): 1 for one caller.
     pub concurrency: usize,
+    /// An open loop: the callers share an offered rate instead, each request sent at its
+    /// scheduled time whether or not the previous one was answered ([`crate::open_loop`]); the
+    /// id ends `/open`.
+    pub open: bool,
 }
 
 /// `3B`, `2KiB`, `100KiB`, `1MiB`.
@@ -63,10 +67,11 @@ impl Cell {
             self.op.as_str(),
             self.transport
         );
-        match self.concurrency {
+        let id = match self.concurrency {
             1 => id,
             callers => format!("{id}/c{callers}"),
-        }
+        };
+        if self.open { format!("{id}/open") } else { id }
     }
 
     /// Operations per timed iteration: the pipeline depth, times the callers (an iteration is
@@ -134,6 +139,7 @@ fn cells_on(backends: &[Backend], ops: &[(Op, usize, usize)]) -> Vec<Cell> {
                     pipeline,
                     transport,
                     concurrency: 1,
+                    open: false,
                 });
             }
         }
@@ -153,6 +159,25 @@ fn concurrency_cells(ops: &[(Op, usize)], callers: &[usize]) -> Vec<Cell> {
         }));
     }
     cells
+}
+
+/// Callers of the open-loop cells.
+pub const OPEN_CALLERS: usize = 256;
+
+/// The open-loop cells ([`crate::open_loop`]): GET 3 B over TCP with [`OPEN_CALLERS`] callers
+/// sharing each offered rate of a ladder, on each of `backends`.
+fn open_cells(backends: &[Backend]) -> Vec<Cell> {
+    (backends.iter())
+        .map(|&backend| Cell {
+            backend,
+            op: Op::Get,
+            value_size: 3,
+            pipeline: 1,
+            transport: Transport::Tcp,
+            concurrency: OPEN_CALLERS,
+            open: true,
+        })
+        .collect()
 }
 
 /// The transaction cells' three ways of writing the same [`BATCH`] SETs.
@@ -209,8 +234,8 @@ pub const CLUSTER_GET_KEYS: usize = 30;
 /// Every cell: GET 3 B / 2 KiB / 100 KiB / 1 MiB, GET miss, SET 3 B / 100 KiB, SET EX 100 KiB,
 /// pipelined SET at depths 1,000 / 100,000 / 1,000,000; the optional operations (INCR,
 /// `get_many` both ways, hash, transaction three ways); then GET 3 B and SET 3 B with each
-/// number of `callers` in flight; TCP and Unix; Redis and memcached; then the Redis Cluster's
-/// cells.
+/// number of `callers` in flight; TCP and Unix; Redis and memcached; GET 3 B over TCP in an
+/// open loop on both backends; then the Redis Cluster's cells.
 pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
         (Op::Get, 3, 1),
@@ -227,13 +252,14 @@ pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     ]);
     cells.extend(operation_cells());
     cells.extend(concurrency_cells(&[(Op::Get, 3), (Op::Set, 3)], callers));
+    cells.extend(open_cells(&[Backend::Redis, Backend::Memcached]));
     cells.extend(cluster_cells());
     cells
 }
 
 /// The representative subset: GET 3 B, GET 1 MiB, GET miss, SET EX 100 KiB, pipeline 100,000;
 /// over TCP, `get_many` of [`BATCH`] keys of 3 B both ways and Redis's three ways of a
-/// transaction; then GET 3 B with each number of `callers` in flight.
+/// transaction; then GET 3 B with each number of `callers` in flight, and Redis's open-loop GET.
 pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
         (Op::Get, 3, 1),
@@ -254,6 +280,7 @@ pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
             .filter(tcp),
     );
     cells.extend(concurrency_cells(&[(Op::Get, 3)], callers));
+    cells.extend(open_cells(&[Backend::Redis]));
     cells.extend(cluster_cells());
     cells
 }
@@ -649,14 +676,14 @@ impl Settings {
             .collect()
     }
 
-    /// Whether `cell` runs again in rounds 2..=K.
+    /// Whether `cell` runs again in rounds 2..=K. An open-loop cell runs once: its rows are
+    /// (client, rate) pairs of one run, not throughputs to pool.
     pub fn repeats(&self, cell: &Cell) -> bool {
         let id = cell.id();
-        self.repeat_cells.is_empty()
-            || self
-                .repeat_cells
-                .iter()
-                .any(|filter| filter.split('+').all(|word| id.contains(word)))
+        !cell.open
+            && (self.repeat_cells.is_empty()
+                || (self.repeat_cells.iter())
+                    .any(|filter| filter.split('+').all(|word| id.contains(word))))
     }
 
     /// The cells in the order they run: every cell once, then, for each further round, every
@@ -717,7 +744,7 @@ mod tests {
         // 28 cells of the optional operations: INCR and get_many (two ways, two sizes) on both
         // backends, the hash and three transaction ways on Redis; each over TCP and Unix. Then
         // 3 of the Redis Cluster and the single server's pipeline of the same keys, over TCP.
-        assert_eq!(cells.len(), 44 + 28 + 16 + 3 + 1);
+        assert_eq!(cells.len(), 44 + 28 + 16 + 2 + 3 + 1);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
         for id in [
@@ -749,6 +776,8 @@ mod tests {
         assert!(ids.contains("redis/get_miss/none/tcp"));
         assert!(ids.contains("memcached/set/3B/unix/c16"));
         assert!(ids.contains("redis/get/3B/tcp/c256"));
+        assert!(ids.contains("redis/get/3B/tcp/c256/open"));
+        assert!(ids.contains("memcached/get/3B/tcp/c256/open"));
         assert!(ids.contains("redis-cluster/pipeline_set/100000/tcp"));
         assert!(ids.contains("redis/pipeline_set_distinct/100000/tcp"));
         assert!(
@@ -764,7 +793,7 @@ mod tests {
         let cells = quick_matrix(&[1, 1024]);
         let c1024: Vec<String> = cells
             .iter()
-            .filter(|cell| cell.concurrency > 1)
+            .filter(|cell| cell.concurrency > 1 && !cell.open)
             .map(Cell::id)
             .collect();
         assert_eq!(c1024.len(), 4, "{c1024:?}");
@@ -776,7 +805,7 @@ mod tests {
     fn quick_matrix_is_a_subset() {
         let full = full_matrix(&[16, 256]);
         let quick = quick_matrix(&[256]);
-        assert_eq!(quick.len(), 20 + 7 + 4 + 3 + 1);
+        assert_eq!(quick.len(), 20 + 7 + 4 + 1 + 3 + 1);
         assert!(quick.iter().all(|cell| full.contains(cell)));
     }
 
@@ -788,7 +817,7 @@ mod tests {
         // Not the four pipelines of a million.
         assert_eq!(
             smoke.len(),
-            44 - 4 + SMOKE_OPERATION_CELLS.len() + 8 + 3 + 1
+            44 - 4 + SMOKE_OPERATION_CELLS.len() + 8 + 2 + 3 + 1
         );
         for id in SMOKE_OPERATION_CELLS {
             assert!(ids.iter().any(|cell| cell == id), "{id} is not a cell");
@@ -842,6 +871,7 @@ mod tests {
                 "1 redis/transaction_multi/100/tcp",
                 "1 redis/transaction_pipeline/100/tcp",
                 "1 redis/get/3B/tcp/c256",
+                "1 redis/get/3B/tcp/c256/open",
                 "1 redis/pipeline_set_distinct/100000/tcp",
                 "2 redis/get/3B/tcp",
                 "2 redis/pipeline_set/100000/tcp",

@@ -238,9 +238,21 @@ impl Plan {
         );
         for (i, v) in self.visits.iter().enumerate() {
             let r = &v.rounds;
+            let how = match v.cell.open {
+                true => crate::open_loop::describe_ladder(v, self.mode),
+                false => format!(
+                    "rounds {}-{} within {:?}, blocks of ~{:?}; reference {}{}",
+                    r.min,
+                    r.max,
+                    r.budget,
+                    r.block,
+                    v.reference_candidates.first().copied().unwrap_or("none"),
+                    if v.aa { ", A/A twin" } else { "" },
+                ),
+            };
             let _ = writeln!(
                 out,
-                "[{}/{}] {}{}: rounds {}-{} within {:?}, blocks of ~{:?}; reference {}{}; ~{:.0} s",
+                "[{}/{}] {}{}: {how}; ~{:.0} s",
                 i + 1,
                 self.visits.len(),
                 v.cell,
@@ -249,12 +261,6 @@ impl Plan {
                 } else {
                     String::new()
                 },
-                r.min,
-                r.max,
-                r.budget,
-                r.block,
-                v.reference_candidates.first().copied().unwrap_or("none"),
-                if v.aa { ", A/A twin" } else { "" },
                 v.estimate(self.mode, self.count).as_secs_f64()
             );
             for c in &v.contenders {
@@ -267,6 +273,7 @@ impl Plan {
                             Items::First(n) => format!("the first {n} items"),
                         };
                         match m.cost_calls {
+                            _ if v.cell.open => "every rate of the ladder".to_string(),
                             0 => format!("{items}; its own runs, no cost pass"),
                             calls => format!("{items}; cost pass up to {calls} calls"),
                         }
@@ -305,6 +312,9 @@ impl Visit {
     }
 
     fn estimate(&self, mode: Mode, count: Counting) -> Duration {
+        if self.cell.open {
+            return crate::open_loop::estimate(self, mode);
+        }
         let contenders = self.measured().count() as f64 + f64::from(u8::from(self.aa));
         let policy = mode.policy();
         // Restarting the server, preparing the keys, connecting and verifying.
@@ -380,10 +390,15 @@ fn visit(
             },
         })
         .collect();
-    if !unreachable {
+    // An open loop has no baseline tool (neither runs at a fixed rate) and no reference: its
+    // rows are curves, not ratios.
+    if !unreachable && !cell.open {
         contenders.extend(baseline_contenders(mode, &cell, clients, servers));
     }
-    let reference_candidates = reference_candidates(&cell, &contenders);
+    let reference_candidates = match cell.open {
+        true => Vec::new(),
+        false => reference_candidates(&cell, &contenders),
+    };
     Visit {
         repeat,
         cell,
@@ -745,24 +760,78 @@ mod tests {
                 "1 memcached/get/3B/tcp",
                 "1 redis/get/3B/tcp/c256",
                 "1 memcached/get/3B/tcp/c256",
+                "1 redis/get/3B/tcp/c256/open",
+                "1 memcached/get/3B/tcp/c256/open",
                 "1 redis-cluster/get/3B/tcp",
                 "2 redis/get/3B/tcp",
                 "2 redis/get/3B/tcp/c256",
             ]
         );
         let text = plan.describe();
-        assert!(text.starts_with("7 visits"), "{text}");
-        assert!(text.contains("[6/7] redis/get/3B/tcp (run 2)"), "{text}");
+        assert!(text.starts_with("9 visits"), "{text}");
+        assert!(text.contains("[8/9] redis/get/3B/tcp (run 2)"), "{text}");
         assert!(text.contains("reference raw-tcp, A/A twin"), "{text}");
         assert!(text.contains("unsupported: not run: every round trip is slow by design"));
         let minutes = plan.estimate().as_secs_f64() / 60.0;
-        assert!((0.5..10.0).contains(&minutes), "{minutes}");
+        assert!((0.5..15.0).contains(&minutes), "{minutes}");
         // Every thread-per-caller client's 256 connections at once, and the baselines'.
         let c256 = visit_of(&plan, "memcached/get/3B/tcp/c256");
         assert!(c256.sockets() >= 5 * 256, "{}", c256.sockets());
         assert_eq!(
             plan.max_sockets(),
             (plan.visits.iter().map(Visit::sockets)).max().unwrap()
+        );
+    }
+
+    #[test]
+    fn an_open_cell_runs_every_client_of_its_callers_over_the_ladder_without_baselines() {
+        let plan = Plan::new(
+            &settings(Mode::Full, &["/open"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let ids: Vec<String> = plan.visits.iter().map(|v| v.cell.id()).collect();
+        assert_eq!(
+            ids,
+            [
+                "redis/get/3B/tcp/c256/open",
+                "memcached/get/3B/tcp/c256/open"
+            ]
+        );
+        let v = &plan.visits[0];
+        // Every client of the closed cell of 256 callers, no baseline tool, no reference.
+        let closed = Plan::new(
+            &settings(Mode::Full, &["redis/get/3B/tcp/c256"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let clients = |v: &Visit| -> Vec<&str> {
+            (v.measured())
+                .filter(|c| matches!(c.source, Source::Client(_)))
+                .map(|c| c.name)
+                .collect()
+        };
+        let closed_visit = visit_of(&closed, "redis/get/3B/tcp/c256");
+        assert_eq!(clients(v), clients(closed_visit));
+        assert!(v.measured().all(|c| matches!(c.source, Source::Client(_))));
+        assert!(v.reference_candidates.is_empty() && !v.aa);
+        let text = plan.describe();
+        assert!(
+            text.contains("open loop: offered rates 4000, 8500, 18000, 39000, 83000, 180000"),
+            "{text}"
+        );
+        // The ladder: 8 rates, geometric, from ~5 % to past the fastest client's capacity.
+        let rates = crate::open_loop::ladder(Mode::Full, Backend::Redis);
+        assert_eq!(rates.len(), crate::open_loop::STEPS);
+        assert_eq!(
+            crate::open_loop::ladder(Mode::Quick, Backend::Redis).len(),
+            3
+        );
+        // Both cells together add at most ten minutes to the full run.
+        assert!(
+            plan.estimate() <= Duration::from_secs(600),
+            "{:?}",
+            plan.estimate()
         );
     }
 }

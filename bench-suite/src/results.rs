@@ -48,6 +48,7 @@ pub fn new_row(cell: &Cell, client: &str, kind: kvbench_results::Kind) -> Row {
         pipeline: cell.pipeline as u64,
         transport: transport(cell.transport),
         concurrency: cell.concurrency as u32,
+        offered_rate: None,
         client: client.to_string(),
     };
     Row::new(cell.id(), key, kind)
@@ -297,6 +298,7 @@ mod tests {
             pipeline: 1,
             transport: Transport::Tcp,
             concurrency: 1,
+            open: false,
         };
         new_row(&cell, "a-client", kvbench_results::Kind::HandWritten).with_wall(
             wall_of(&[median * 0.99, median, median * 1.01]).unwrap(),

@@ -41,8 +41,13 @@ pub fn pair_line(row: &Row) -> String {
         ),
         _ => String::new(),
     };
+    // An open cell's pair: the client at one rate, and what came of it.
+    let open = match row.open_loop {
+        Some(_) if row.is_ok() => format!(" [{}]", crate::open_loop::describe(row)),
+        _ => String::new(),
+    };
     format!(
-        "pair {}/{}: {}{ratio} ({detail})",
+        "pair {}/{}: {}{ratio}{open} ({detail})",
         row.cell, row.client, row.status
     )
 }
@@ -102,8 +107,12 @@ impl Harness {
             } else {
                 eprintln!("{}", pair_line(&row));
             }
-            let same_pair =
-                |runs: &Vec<Row>| runs[0].cell == row.cell && runs[0].client == row.client;
+            // An open cell's pair is a client at one offered rate.
+            let same_pair = |runs: &Vec<Row>| {
+                runs[0].cell == row.cell
+                    && runs[0].client == row.client
+                    && runs[0].offered_rate == row.offered_rate
+            };
             match self.runs.iter().position(same_pair) {
                 Some(index) => self.runs[index].push(row),
                 None => self.runs.push(vec![row]),

@@ -21,6 +21,7 @@ fn set_cell(spec: &kvbench_core::ClientSpec, concurrency: usize) -> Cell {
         pipeline: 1,
         transport: Transport::Tcp,
         concurrency,
+        open: false,
     }
 }
 

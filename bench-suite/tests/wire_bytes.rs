@@ -47,6 +47,7 @@ fn pipeline(backend: Backend, items: usize) -> Cell {
         pipeline: items,
         transport: Transport::Tcp,
         concurrency: 1,
+        open: false,
     }
 }
 

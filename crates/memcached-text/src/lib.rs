@@ -421,6 +421,7 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
 }
 
 /// Appends one command, part by part, to the write buffer.
+#[inline]
 pub fn encode_line(write_buf: &mut Vec<u8>, parts: &[&[u8]]) {
     for part in parts {
         write_buf.extend_from_slice(part);

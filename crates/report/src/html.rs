@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::check;
 use crate::format;
-use crate::model::{self, Callers, Cell, DepthChart, KINDS, Model};
+use crate::model::{self, Callers, Cell, DepthChart, KINDS, Model, OpenCell};
 use crate::paired;
 use crate::results::{Op, Results, Row, Run};
 use crate::svg::{self, Chart, LineChart, RatioChart};
@@ -33,6 +33,8 @@ struct Page<'a> {
     network_floor: String,
     /// The run's A/A check, in a sentence.
     aa: String,
+    /// The open-loop cells, first after the headline: the picture a reader should see first.
+    open: Vec<OpenView>,
     sections: Vec<SectionView>,
     problems: Vec<Problem<'a>>,
     environment: Vec<(&'static str, String)>,
@@ -53,6 +55,21 @@ struct SectionView {
     variants: Vec<VariantView>,
     callers: Vec<CallersView>,
     depth: Option<DepthView>,
+}
+
+/// An open-loop cell (`open-<index>`): p99 against the offered rate, its table beside it, and
+/// every (client, rate) in a table of its own.
+#[derive(Serialize)]
+struct OpenView {
+    index: usize,
+    label: String,
+    backend: &'static str,
+    transport: &'static str,
+    /// The offered rates, for the table's columns.
+    rates: Vec<String>,
+    chart: LineChart,
+    rows: Vec<SeriesRow>,
+    detail: Vec<SeriesRow>,
 }
 
 #[derive(Serialize)]
@@ -221,6 +238,7 @@ pub fn render(
         .join(" · "),
         mode: run.mode.to_string(),
         charts: model.cells().count()
+            + model.open.len()
             + model.depth.as_ref().map_or(0, |d| d.clients.len())
             + model.callers.iter().map(|c| c.panels.len()).sum::<usize>(),
         baseline: "baseline tool",
@@ -230,6 +248,7 @@ pub fn render(
         headline: (0..).zip(model.cells()).map(tables::headline_row).collect(),
         network_floor: model::network_floor_words(results),
         aa: paired::aa_summary_text(results),
+        open: (0..).zip(&model.open).map(open_view).collect(),
         sections: sections.collect(),
         problems: (model.problems.iter())
             .map(|(row, why)| Problem {
@@ -302,6 +321,21 @@ fn cell_view(index: usize, cell: &Cell, scales: (f64, f64), run: &Run) -> CellVi
         rows: (cell.by_speed().into_iter())
             .map(|row| tables::cost_row(cell, row))
             .collect(),
+    }
+}
+
+fn open_view((index, cell): (usize, &OpenCell)) -> OpenView {
+    OpenView {
+        index,
+        label: cell.label.clone(),
+        backend: title(cell.backend.as_str()),
+        transport: title(cell.transport.as_str()),
+        rates: (cell.rates.iter())
+            .map(|&r| format::grouped(r as f64))
+            .collect(),
+        chart: svg::open_chart(cell),
+        rows: tables::open_rows(cell),
+        detail: tables::open_detail_rows(cell),
     }
 }
 

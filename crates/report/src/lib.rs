@@ -15,6 +15,8 @@
 //!   × redis-benchmark, CPU, syscalls, allocations, latency percentiles) under its timing and A/A
 //!   figure; failed and unsupported pairs with their reason; the run's environment and A/A check;
 //!   links into criterion's own per-group reports.
+//!   Each open-loop cell comes first after the headline: p99 from the intended start against
+//!   the offered rate (log scales), a line per client, saturation marked, and its table.
 //! - `summary.md`: the same tables in Markdown.
 //! - [`compare::compare_runs`]: each row's ratio to its reference in both runs, a change called
 //!   only beyond both runs' A/A deviations, and B/A of ops/s as context.

@@ -28,6 +28,98 @@ pub struct Model<'a> {
     pub problems: Vec<(&'a Row, String)>,
     /// Operations and sizes measured with several callers in flight.
     pub callers: Vec<Callers<'a>>,
+    /// The open-loop cells: their rows are curves over offered rates, kept out of the rest.
+    pub open: Vec<OpenCell<'a>>,
+}
+
+/// An open-loop cell: each client's rows by offered rate.
+pub struct OpenCell<'a> {
+    /// Cell id (`redis/get/3B/tcp/c256/open`).
+    pub label: String,
+    /// Server.
+    pub backend: Backend,
+    /// Transport.
+    pub transport: Transport,
+    /// The offered rates of its rows, lowest first.
+    pub rates: BTreeSet<u64>,
+    /// Hand-written, then library clients; by name within a kind.
+    pub lines: Vec<OpenLine<'a>>,
+}
+
+/// One client's rows of an open-loop cell, by offered rate; `index`, its place in the cell, is
+/// its colour.
+pub type OpenLine<'a> = CallersLine<'a, u64>;
+
+/// The p99 an open-loop row must stay at or below to count as served: 1 ms.
+pub const OPEN_P99_NS: u64 = 1_000_000;
+
+impl OpenLine<'_> {
+    /// The highest offered rate at which the client kept up with p99 at or below `p99_ns`.
+    pub fn highest_within(&self, p99_ns: u64) -> Option<u64> {
+        (self.rows.iter().rev())
+            .find(|(_, row)| open_p99(row).is_some_and(|p99| p99 <= p99_ns))
+            .map(|(rate, _)| *rate)
+    }
+
+    /// The lowest offered rate the client was saturated at, and what it achieved there.
+    pub fn saturated_at(&self) -> Option<(u64, Option<f64>)> {
+        (self.rows.iter())
+            .find_map(|(rate, row)| Some((*rate, row.open_loop.filter(|o| o.saturated)?)))
+            .map(|(rate, open)| (rate, open.achieved_rate))
+    }
+}
+
+/// An open-loop row's p99, ns: none when it failed or was saturated.
+pub fn open_p99(row: &Row) -> Option<u64> {
+    Some(row.open_loop?.latency_ns?.p99).filter(|_| row.is_ok())
+}
+
+impl<'a> OpenCell<'a> {
+    /// Every open-loop cell of `results`, in the order they ran.
+    pub fn new(results: &'a Results) -> Vec<OpenCell<'a>> {
+        let mut cells: Vec<OpenCell> = Vec::new();
+        for row in results.rows.iter() {
+            let Some(rate) = row.offered_rate else {
+                continue;
+            };
+            let at = match cells.iter().position(|c| c.label == row.cell) {
+                Some(at) => at,
+                None => {
+                    cells.push(OpenCell {
+                        label: row.cell.clone(),
+                        backend: row.backend,
+                        transport: row.transport,
+                        rates: BTreeSet::new(),
+                        lines: Vec::new(),
+                    });
+                    cells.len() - 1
+                }
+            };
+            let cell = &mut cells[at];
+            cell.rates.insert(rate);
+            let line = match cell.lines.iter().position(|l| l.client == row.client) {
+                Some(line) => line,
+                None => {
+                    cell.lines.push(OpenLine {
+                        client: &row.client,
+                        kind: row.kind,
+                        index: 0,
+                        rows: BTreeMap::new(),
+                    });
+                    cell.lines.len() - 1
+                }
+            };
+            cell.lines[line].rows.entry(rate).or_insert(row);
+        }
+        for cell in &mut cells {
+            cell.lines
+                .sort_by(|a, b| (a.kind, a.client).cmp(&(b.kind, b.client)));
+            for (index, line) in cell.lines.iter_mut().enumerate() {
+                line.index = index;
+            }
+        }
+        cells
+    }
 }
 
 /// Every cell of one operation.
@@ -61,8 +153,8 @@ pub struct CallersPanel<'a> {
     pub lines: Vec<CallersLine<'a>>,
 }
 
-/// One client's rows by callers in flight.
-pub struct CallersLine<'a> {
+/// One client's rows by callers in flight (or, [`OpenLine`], by offered rate).
+pub struct CallersLine<'a, X = u32> {
     /// Client name.
     pub client: &'a str,
     /// Its kind.
@@ -70,8 +162,8 @@ pub struct CallersLine<'a> {
     /// Its place among the run's clients of its backend with many callers: its colour, the same
     /// in every panel.
     pub index: usize,
-    /// Callers in flight → row.
-    pub rows: BTreeMap<u32, &'a Row>,
+    /// Callers in flight (or offered rate) → row.
+    pub rows: BTreeMap<X, &'a Row>,
 }
 
 /// Cells that differ only in backend and transport: drawn side by side on one scale.
@@ -136,7 +228,7 @@ impl<'a> Model<'a> {
         type CellKey = (Backend, Transport, String);
         type VariantKey = (Op, u64, u64, u32);
         let mut by_variant: BTreeMap<VariantKey, BTreeMap<CellKey, Vec<&Row>>> = BTreeMap::new();
-        for row in &results.rows {
+        for row in results.rows.iter().filter(|r| r.offered_rate.is_none()) {
             by_variant
                 .entry((row.op, row.pipeline, row.value_size, row.concurrency))
                 .or_default()
@@ -174,7 +266,7 @@ impl<'a> Model<'a> {
         }
 
         let mut problems: Vec<(&Row, String)> = (results.rows.iter())
-            .filter(|row| !row.is_ok())
+            .filter(|row| !row.is_ok() && row.offered_rate.is_none())
             .filter_map(|row| Some((row, row.unmeasured_reason()?)))
             .collect();
         problems.sort_by_key(|(row, _)| (row.op, &row.cell, &row.client));
@@ -182,6 +274,7 @@ impl<'a> Model<'a> {
         Model {
             depth: DepthChart::new(results),
             callers: Callers::new(results),
+            open: OpenCell::new(results),
             sections,
             problems,
         }
@@ -457,7 +550,10 @@ impl<'a> Callers<'a> {
     /// clients measured with several callers (floors have no many-caller form), with their rows
     /// at every C, one caller included.
     fn new(results: &'a Results) -> Vec<Callers<'a>> {
-        let rows = || (results.rows.iter()).filter(|r| r.pipeline == 1 && !r.is_floor());
+        let rows = || {
+            (results.rows.iter())
+                .filter(|r| r.pipeline == 1 && !r.is_floor() && r.offered_rate.is_none())
+        };
         let line = |r: &'a Row| (r.op, r.value_size, r.backend, r.transport, &*r.client);
         let many: BTreeSet<_> = (rows().filter(|r| r.concurrency > 1 && r.ops().is_some()))
             .map(line)

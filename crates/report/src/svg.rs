@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::format;
 use crate::model::{
-    self, CallersLine, CallersPanel, Cell, DepthChart, DepthClient, series_name, status_class,
+    self, CallersPanel, Cell, DepthChart, DepthClient, OpenCell, series_name, status_class,
     status_word,
 };
 use crate::paired;
@@ -94,14 +94,17 @@ pub fn series_colour(series: &str, index: usize) -> &'static str {
     }
 }
 
-/// A line chart: a value against the callers in flight (log axis), a line per client with a
-/// marker per measured point; a C where the client has no measurement is a gap in its line.
+/// A line chart: a value against the callers in flight, or against an open-loop cell's offered
+/// rate (log axes), a line per client with a marker per measured point; an x where the client
+/// has no measurement is a gap in its line.
 #[derive(Serialize)]
 pub struct LineChart {
     /// Number of points (`circle.point` elements).
     pub points: usize,
     /// The value axis' title, which names its scale.
     axis: &'static str,
+    /// The x axis' title.
+    x_axis: &'static str,
     /// (position, label) along each axis.
     x_ticks: Vec<(f64, String)>,
     y_ticks: Vec<(f64, String)>,
@@ -115,9 +118,12 @@ struct Line {
     kind: &'static str,
     colour: &'static str,
     points: Vec<Point>,
+    /// Where the client was saturated (an open-loop chart): a mark at the top of the plot,
+    /// at its x (`y` unused).
+    saturated: Vec<Point>,
 }
 
-/// `join`: drawn from the previous C (not after a gap).
+/// `join`: drawn from the previous x (not after a gap).
 #[derive(Serialize)]
 struct Point {
     x: f64,
@@ -152,59 +158,164 @@ const MEASURES: [Measure; 2] = [
     },
 ];
 
+/// An open-loop row's p99 from each request's intended start.
+const OPEN_P99: Measure = Measure {
+    axis: "p99 latency from the intended start (log scale)",
+    value: |row| crate::model::open_p99(row).map(|ns| ns as f64),
+    tick: format::duration_ns,
+    tip: |v| format!("p99 {}", format::duration_ns(v)),
+};
+
 /// Line colours by a client's place among its backend's clients (the baseline tools: grey, dashed).
 const LINE_COLOURS: [&str; 12] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
     "#bcbd22", "#393b79", "#637939", "#e7969c",
 ];
 
+/// One client's line before it is placed: its row at each x of the chart (`None`: a gap).
+struct Series<'r> {
+    client: &'r str,
+    kind: Kind,
+    index: usize,
+    rows: Vec<Option<&'r Row>>,
+}
+
+/// `m` of every series at `xs` (log axis, `labels` its ticks); `title` words a point's tooltip
+/// and `saturated` marks an x where the row could not keep up.
+fn line_chart(
+    m: &Measure,
+    (xs, labels, x_axis): (&[f64], Vec<String>, &'static str),
+    series: &[Series],
+    title: impl Fn(&Series, &Row, String) -> String,
+    saturated: impl Fn(&Row) -> Option<String>,
+) -> LineChart {
+    let values: Vec<f64> = (series.iter())
+        .flat_map(|line| line.rows.iter().flatten().filter_map(|row| (m.value)(row)))
+        .collect();
+    let (range, y_ticks) = decades(&values, m.tick);
+    let ends = [xs.first(), xs.last()].map(|x| *x.unwrap_or(&1.0));
+    let lines: Vec<Line> = (series.iter())
+        .map(|line| {
+            let mut join = false;
+            let at = || xs.iter().zip(&line.rows);
+            let points = (at())
+                .filter_map(|(&x, row)| {
+                    let value = row.and_then(m.value);
+                    let join = std::mem::replace(&mut join, value.is_some());
+                    let (x, y) = (fraction(x, ends), fraction(value?, range));
+                    let title = title(line, (*row)?, (m.tip)(value?));
+                    Some(Point { x, y, join, title })
+                })
+                .collect();
+            let saturated = (at())
+                .filter_map(|(&x, row)| {
+                    let words = saturated((*row)?)?;
+                    Some(Point {
+                        x: fraction(x, ends),
+                        y: 1.0,
+                        join: false,
+                        title: format!("{} ({}): {words}", line.client, line.kind),
+                    })
+                })
+                .collect();
+            let colour = match line.kind {
+                Kind::Baseline => "#555",
+                _ => LINE_COLOURS[line.index % LINE_COLOURS.len()],
+            };
+            let (client, kind) = (line.client.to_string(), line.kind.as_str());
+            Line {
+                client,
+                kind,
+                colour,
+                points,
+                saturated,
+            }
+        })
+        .collect();
+    LineChart {
+        points: values.len(),
+        axis: m.axis,
+        x_axis,
+        x_ticks: (xs.iter().zip(labels))
+            .map(|(&x, label)| (fraction(x, ends), label))
+            .collect(),
+        y_ticks,
+        lines,
+    }
+}
+
 /// A panel's ops/s and p99 latency against the callers in flight, at `levels` (its op's).
 pub fn callers_charts(levels: &BTreeSet<u32>, panel: &CallersPanel) -> [LineChart; 2] {
+    let xs: Vec<f64> = levels.iter().map(|&c| f64::from(c)).collect();
+    let series: Vec<Series> = (panel.lines.iter())
+        .map(|line| Series {
+            client: line.client,
+            kind: line.kind,
+            index: line.index,
+            rows: levels.iter().map(|c| line.rows.get(c).copied()).collect(),
+        })
+        .collect();
     MEASURES.map(|m| {
-        let values: Vec<f64> = (panel.lines.iter())
-            .flat_map(|line| line.rows.values().filter_map(|row| (m.value)(row)))
-            .collect();
-        let (range, y_ticks) = decades(&values, m.tick);
-        let ends = [levels.first(), levels.last()].map(|c| f64::from(*c.unwrap_or(&1)));
-        let x = |c: u32| fraction(f64::from(c), ends);
-        let lines: Vec<Line> = (panel.lines.iter())
-            .map(|line| {
-                let mut join = false;
-                let points = (levels.iter())
-                    .filter_map(|&c| {
-                        let row = line.rows.get(&c).copied();
-                        let value = row.and_then(m.value);
-                        let join = std::mem::replace(&mut join, value.is_some());
-                        let (x, y) = (x(c), fraction(value?, range));
-                        let title = point_title(line, row?, (m.tip)(value?));
-                        Some(Point { x, y, join, title })
-                    })
-                    .collect();
-                let colour = match line.kind {
-                    Kind::Baseline => "#555",
-                    _ => LINE_COLOURS[line.index % LINE_COLOURS.len()],
-                };
-                let (client, kind) = (line.client.to_string(), line.kind.as_str());
-                Line {
-                    client,
-                    kind,
-                    colour,
-                    points,
-                }
-            })
-            .collect();
-        LineChart {
-            points: values.len(),
-            axis: m.axis,
-            x_ticks: levels.iter().map(|&c| (x(c), c.to_string())).collect(),
-            y_ticks,
-            lines,
-        }
+        let labels = levels.iter().map(u32::to_string).collect();
+        let x_axis = "callers in flight, C (log scale)";
+        line_chart(&m, (&xs, labels, x_axis), &series, point_title, |_| None)
+    })
+}
+
+/// An open-loop cell's p99 against the offered rate, a line per client; a client saturated at
+/// a rate is marked there (✗, at the top), with what it achieved.
+pub fn open_chart(cell: &OpenCell) -> LineChart {
+    let xs: Vec<f64> = cell.rates.iter().map(|&r| r as f64).collect();
+    let labels = cell
+        .rates
+        .iter()
+        .map(|&r| format::short(r as f64))
+        .collect();
+    let series: Vec<Series> = (cell.lines.iter())
+        .map(|line| Series {
+            client: line.client,
+            kind: line.kind,
+            index: line.index,
+            rows: cell
+                .rates
+                .iter()
+                .map(|r| line.rows.get(r).copied())
+                .collect(),
+        })
+        .collect();
+    let x_axis = "offered rate, requests/s (log scale)";
+    let title = |line: &Series, row: &Row, value: String| {
+        let rate = format::grouped(row.offered_rate.unwrap_or(0) as f64);
+        format!(
+            "{} ({}) · {rate} requests/s offered: {value}",
+            line.client, line.kind
+        )
+    };
+    line_chart(
+        &OPEN_P99,
+        (&xs, labels, x_axis),
+        &series,
+        title,
+        open_saturation,
+    )
+}
+
+/// How an open-loop row fell over, if it did: `saturated at 83,000 requests/s (achieved
+/// 61,200/s)`.
+pub fn open_saturation(row: &Row) -> Option<String> {
+    let open = row.open_loop.filter(|o| o.saturated && row.is_ok())?;
+    let rate = format::grouped(row.offered_rate.unwrap_or(0) as f64);
+    Some(match open.achieved_rate {
+        Some(achieved) => format!(
+            "saturated at {rate} requests/s (achieved {}/s)",
+            format::grouped(achieved)
+        ),
+        None => format!("saturated at a lower rate than {rate} requests/s (not run)"),
     })
 }
 
 /// `fred (library) · 16 callers: 95,000 ops/s`, then how it served them.
-fn point_title(line: &CallersLine, row: &Row, value: String) -> String {
+fn point_title(line: &Series, row: &Row, value: String) -> String {
     let (client, kind, c, n) = (line.client, line.kind, row.concurrency, row.connections);
     let s = |n: u32| if n == 1 { "" } else { "s" };
     let mut title = format!("{client} ({kind}) · {c} caller{}: {value}", s(c));

@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::format;
-use crate::model::{self, CallersPanel, Cell, DepthChart, leader_names, status_class, status_word};
+use crate::model::{
+    self, CallersPanel, Cell, DepthChart, OPEN_P99_NS, OpenCell, leader_names, status_class,
+    status_word,
+};
 use crate::paired;
 use crate::results::{Kind, Row};
 use crate::svg;
@@ -312,5 +315,94 @@ fn ops_td(row: Option<&Row>) -> Td {
             text: status_word(row).to_string(),
         },
         None => Td::num(None, format::grouped),
+    }
+}
+
+/// An open-loop cell's table: a row per client, its p99 at each offered rate (saturated: the
+/// rate it achieved instead), then the highest rate at which its p99 stayed at or below 1 ms.
+pub fn open_rows(cell: &OpenCell) -> Vec<SeriesRow> {
+    (cell.lines.iter())
+        .map(|line| {
+            let mut cells: Vec<Td> = (cell.rates.iter())
+                .map(|rate| open_td(line.rows.get(rate).copied()))
+                .collect();
+            let within = line.highest_within(OPEN_P99_NS);
+            cells.push(Td::num(within.map(|r| r as f64), format::grouped));
+            SeriesRow {
+                client: line.client.to_string(),
+                kind: line.kind.as_str(),
+                series: cell.label.clone(),
+                cells,
+            }
+        })
+        .collect()
+}
+
+/// Every (client, rate) of an open-loop cell with all it measured: offered and achieved rates,
+/// p50, p99, p99.9, the maximum and the generator's floor (its p50 and p99).
+pub fn open_detail_rows(cell: &OpenCell) -> Vec<SeriesRow> {
+    let ms = |ns: u64| ns as f64;
+    (cell.lines.iter())
+        .flat_map(|line| line.rows.iter().map(move |(rate, row)| (line, *rate, *row)))
+        .map(|(line, rate, row)| {
+            let open = row.open_loop.filter(|_| row.is_ok());
+            let latency = open.and_then(|o| o.latency_ns);
+            let floor = open.and_then(|o| o.floor_ns);
+            let status = match (open, &row.error) {
+                (_, Some(error)) => Td {
+                    title: Some(error.clone()),
+                    ..Td::text(status_word(row))
+                },
+                (Some(o), _) if o.saturated => Td {
+                    title: svg::open_saturation(row),
+                    ..Td::text("saturated")
+                },
+                (Some(_), _) => Td::text("kept up"),
+                (None, None) => Td::text("–"),
+            };
+            SeriesRow {
+                client: line.client.to_string(),
+                kind: line.kind.as_str(),
+                series: cell.label.clone(),
+                cells: vec![
+                    Td::num(Some(rate as f64), format::grouped),
+                    Td::num(open.and_then(|o| o.achieved_rate), format::grouped),
+                    status,
+                    Td::num(latency.map(|l| ms(l.p50)), format::duration_ns),
+                    Td::num(latency.map(|l| ms(l.p99)), format::duration_ns),
+                    Td::num(latency.map(|l| ms(l.p999)), format::duration_ns),
+                    Td::num(latency.map(|l| ms(l.max)), format::duration_ns),
+                    Td::num(floor.map(|f| ms(f.p50)), format::duration_ns),
+                    Td::num(floor.map(|f| ms(f.p99)), format::duration_ns),
+                ],
+            }
+        })
+        .collect()
+}
+
+/// An open-loop row's p99, or `saturated` with what it achieved, or its status.
+fn open_td(row: Option<&Row>) -> Td {
+    let Some(row) = row else {
+        return Td::num(None, format::duration_ns);
+    };
+    match (model::open_p99(row), svg::open_saturation(row)) {
+        (Some(p99), _) => Td::num(Some(p99 as f64), format::duration_ns),
+        (None, Some(saturated)) => {
+            let achieved = row.open_loop.and_then(|o| o.achieved_rate);
+            Td {
+                class: "saturated",
+                v: Some(String::new()),
+                text: achieved.map_or("saturated".to_string(), |a| {
+                    format!("saturated ({}/s)", format::short(a))
+                }),
+                title: Some(saturated),
+            }
+        }
+        (None, None) => Td {
+            class: status_class(row),
+            v: Some(String::new()),
+            title: row.error.clone(),
+            text: status_word(row).to_string(),
+        },
     }
 }

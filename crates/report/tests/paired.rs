@@ -44,6 +44,7 @@ fn row(client: &str, kind: Kind, speed: f64, paired: bool) -> Row {
         pipeline: 1,
         transport: Transport::Tcp,
         concurrency: 1,
+        offered_rate: None,
         client: client.to_string(),
     };
     let mut row = Row::new(CELL.to_string(), key, kind);

@@ -463,6 +463,13 @@ pub struct Row {
     /// and in files written before it was counted.
     #[serde(default)]
     pub instructions_per_op: Option<Instructions>,
+    /// An open-loop cell's offered rate, requests per second shared by the callers: the row is
+    /// this client at this rate (part of the row's key). Null in every other cell.
+    #[serde(default)]
+    pub offered_rate: Option<u64>,
+    /// What an open-loop cell measured at [`Row::offered_rate`]; null in every other cell.
+    #[serde(default)]
+    pub open_loop: Option<OpenLoop>,
     /// Memory per caller: the growth of the process's peak resident memory while the callers
     /// were connected and running, over the callers (a thread's stack and socket against a
     /// task's state); null at one caller.
@@ -583,6 +590,52 @@ pub struct Latency {
     pub p99: u64,
     /// 99.9th percentile (redis-benchmark does not report it).
     pub p999: Option<u64>,
+}
+
+/// One client at one offered rate of an open-loop cell: C callers share the rate, each request
+/// has an intended start on a fixed schedule (evenly spaced per caller, the callers staggered),
+/// and its latency runs from that intended start, so a caller that falls behind counts its
+/// lateness (no coordinated omission).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoop {
+    /// Seconds the schedule ran for.
+    pub seconds: f64,
+    /// Requests the schedule offered (the offered rate times its seconds).
+    pub offered: u64,
+    /// Requests answered.
+    pub completed: u64,
+    /// Requests answered per second, from the schedule's start to the last answer; null when
+    /// the rate was not run (the client was saturated at a lower one).
+    pub achieved_rate: Option<f64>,
+    /// The client could not sustain the rate: it answered less than 95 % of it, or its backlog
+    /// (requests due but not yet sent) was still growing at the end. Its latency is then left
+    /// out: a queue that grows without bound has no percentile worth reading.
+    pub saturated: bool,
+    /// Requests due but not yet sent, halfway through the schedule.
+    pub backlog_mid: u64,
+    /// Requests due but not yet sent, at the end of the schedule.
+    pub backlog_end: u64,
+    /// Latency from each request's intended start to its reply, ns; null when saturated.
+    pub latency_ns: Option<OpenLatency>,
+    /// The generator's floor: how late a request was sent after its intended start when its
+    /// caller was waiting for it, ns (the schedule's own jitter: what the latency cannot
+    /// resolve below). Null when no caller ever waited.
+    pub floor_ns: Option<OpenLatency>,
+}
+
+/// Percentiles and maximum of an open-loop row's latency, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLatency {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Maximum.
+    pub max: u64,
 }
 
 /// Everything that can go wrong reading a results file.
@@ -736,6 +789,8 @@ impl Row {
             bytes_read_per_op: None,
             bytes_written_per_op: None,
             latency_ns: None,
+            offered_rate: key.offered_rate,
+            open_loop: None,
             memory_per_caller_bytes: None,
             instructions_per_op: None,
             flags: Vec::new(),
@@ -778,6 +833,7 @@ impl Row {
             pipeline: self.pipeline,
             transport: self.transport,
             concurrency: self.concurrency,
+            offered_rate: self.offered_rate,
             client: self.client.clone(),
         }
     }
@@ -842,6 +898,8 @@ pub struct RowKey {
     pub transport: Transport,
     /// Callers in flight.
     pub concurrency: u32,
+    /// An open-loop row's offered rate (requests per second).
+    pub offered_rate: Option<u64>,
     /// Client name.
     pub client: String,
 }

@@ -16,6 +16,7 @@ fn row(client: &str, median: f64, half: Option<f64>, spread: Option<f64>) -> Row
         pipeline: 1,
         transport: Transport::Tcp,
         concurrency: 1,
+        offered_rate: None,
         client: client.into(),
     };
     let mut row = Row::new("redis/get/3B/tcp".into(), key, Kind::HandWritten);

@@ -9,13 +9,17 @@
 //! ([`round_trips`]), and for a client many callers share, that each caller gets its own values
 //! back ([`callers_get_their_own_values`]) over as many connections as its model promises
 //! ([`connections_a_shared_client_opens`]).
+//!
+//! [`DelayedServer`] scripts replies in time rather than in bytes: a fixed delay, and a stall on
+//! demand, for the load generator's tests.
 
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::pin::{Pin, pin};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use kvbench_core::{
     Backend, Client, ClientSpec, Endpoint, Error, Handle, Options, SharedClient, Transport,
@@ -181,11 +185,7 @@ pub fn a_wrongtype_reply_keeps_the_connection(client: &mut dyn Client, list_key:
 
 /// Waits `wait`, then checks that [`round_trips`]' one-second key is gone and its 100-second key
 /// is not (at least `wait` has passed; a slow machine only adds to it).
-pub fn expires_within(
-    client: &mut dyn Client,
-    key: impl Fn(&str) -> Vec<u8>,
-    wait: std::time::Duration,
-) {
+pub fn expires_within(client: &mut dyn Client, key: impl Fn(&str) -> Vec<u8>, wait: Duration) {
     std::thread::sleep(wait);
     assert_eq!(
         client.get(&key("ttl")).unwrap(),
@@ -339,4 +339,128 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         }
         thread::park();
     }
+}
+
+/// A Redis-speaking server on a loopback TCP port whose replies are scripted in time: every
+/// command is answered `delay` after it arrived (a GET with `$3\r\nbar\r\n`, anything else with
+/// `+OK\r\n`), and a [stall](DelayedServer::stall) holds every reply due inside a window until
+/// the window ends. What a real server cannot be made to do on demand, and what a load
+/// generator's latency is checked against: the delay is known, so any more is the generator's.
+///
+/// One thread per connection. Each sleeps until [`DelayedServer::SPIN`] before a reply is due
+/// (with a timer slack of 1 ns, not the kernel's default 50 us), then yields the CPU in a loop
+/// until it is: on a VM, a CPU left idle through a whole sleep wakes 100-200 us late, which
+/// would make a 1 ms delay 1.2 ms. The last stretch of a delay keeps its CPU busy.
+pub struct DelayedServer {
+    addr: String,
+    stall: Arc<Stall>,
+}
+
+impl DelayedServer {
+    /// Starts listening; the threads live as long as the process.
+    pub fn start(delay: Duration) -> io::Result<DelayedServer> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?.to_string();
+        let stall = Arc::new(Mutex::new(None));
+        let shared = Arc::clone(&stall);
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let stall = Arc::clone(&shared);
+                thread::spawn(move || serve_delayed(stream, delay, &stall));
+            }
+        });
+        Ok(DelayedServer { addr, stall })
+    }
+
+    /// The endpoint to connect to.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::Tcp(self.addr.clone())
+    }
+
+    /// From `at`, for `length`, no reply is sent: every reply due in that window goes out when
+    /// it ends (replaces an earlier stall).
+    pub fn stall(&self, at: Instant, length: Duration) {
+        *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some((at, length));
+    }
+}
+
+/// A [`DelayedServer`]'s stall: from when, for how long.
+type Stall = Mutex<Option<(Instant, Duration)>>;
+
+/// One connection of a [`DelayedServer`]: reads commands, answers each at its time.
+fn serve_delayed(mut stream: std::net::TcpStream, delay: Duration, stall: &Stall) {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer and affects this thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let arrived = Instant::now();
+        buf.extend_from_slice(&chunk[..n]);
+        let mut replies = Vec::new();
+        while let Some((len, is_get)) = command_len(&buf) {
+            buf.drain(..len);
+            replies.extend_from_slice(if is_get { b"$3\r\nbar\r\n" } else { b"+OK\r\n" });
+        }
+        if replies.is_empty() {
+            continue;
+        }
+        let mut due = arrived + delay;
+        if let Some((at, length)) = *stall.lock().unwrap_or_else(|e| e.into_inner())
+            && due >= at
+            && due < at + length
+        {
+            due = at + length;
+        }
+        wait_until(due);
+        if stream.write_all(&replies).is_err() {
+            return;
+        }
+    }
+}
+
+impl DelayedServer {
+    /// How long before a reply is due its thread stops sleeping and starts yielding.
+    pub const SPIN: Duration = Duration::from_micros(300);
+}
+
+/// Sleeps until [`DelayedServer::SPIN`] before `due`, then yields until `due`.
+fn wait_until(due: Instant) {
+    let now = Instant::now();
+    if due > now + DelayedServer::SPIN {
+        thread::sleep(due - now - DelayedServer::SPIN);
+    }
+    while Instant::now() < due {
+        thread::yield_now();
+    }
+}
+
+/// The length of the first complete RESP command in `buf` (`*<n>\r\n` then n times
+/// `$<len>\r\n<bytes>\r\n`), and whether it is a GET; `None` until it is complete.
+fn command_len(buf: &[u8]) -> Option<(usize, bool)> {
+    fn line(buf: &[u8], at: usize, tag: u8) -> Option<(usize, usize)> {
+        let end = at + buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        if buf[at] != tag {
+            return None;
+        }
+        let n = std::str::from_utf8(&buf[at + 1..end]).ok()?.parse().ok()?;
+        Some((n, end + 2))
+    }
+    let (args, mut at) = line(buf, 0, b'*')?;
+    let mut is_get = false;
+    for i in 0..args {
+        let (len, data) = line(buf, at, b'$')?;
+        if buf.len() < data + len + 2 {
+            return None;
+        }
+        if i == 0 {
+            is_get = buf[data..data + len].eq_ignore_ascii_case(b"GET");
+        }
+        at = data + len + 2;
+    }
+    Some((at, is_get))
 }

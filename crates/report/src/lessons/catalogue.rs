@@ -1,4 +1,4 @@
-//! The fourteen lessons: one Markdown file each under `crates/report/lessons/`, built into the
+//! The fifteen lessons: one Markdown file each under `crates/report/lessons/`, built into the
 //! binary so a report renders them wherever it runs. No measured number belongs in those files:
 //! numbers come from the run's results.json when the lessons are rendered.
 //!
@@ -28,8 +28,9 @@
 //! each row's counted instructions went, by owner, with its top functions (`owners[i]`). Each `code:` line names an anchor
 //! (`// ANCHOR: <name>` … `// ANCHOR_END: <name>` in the file that follows). The body is a
 //! minijinja template: `measured` is the paragraph naming the run(s), `tables[i]` the `i`-th table
-//! with its reading, `owners[i]` the `i`-th owner table, and `code.<anchor>` the link to the
-//! anchor's lines.
+//! with its reading, `owners[i]` the `i`-th owner table, `code.<anchor>` the link to the
+//! anchor's lines; `open[<cell>]` and `closed_vs_open[<cell>]` are an open-loop cell's tables
+//! (lesson 15).
 
 use std::sync::LazyLock;
 
@@ -110,7 +111,7 @@ macro_rules! lesson_files {
 }
 
 /// The lesson files, in reading order.
-const FILES: [(&str, &str); 14] = lesson_files![
+const FILES: [(&str, &str); 15] = lesson_files![
     "1-transport",
     "2-writes",
     "3-buffered",
@@ -125,9 +126,10 @@ const FILES: [(&str, &str); 14] = lesson_files![
     "12-batch-reads",
     "13-meta-quiet",
     "14-cluster",
+    "15-open-loop",
 ];
 
-/// The fourteen lessons, in reading order. The files are part of the build, so a malformed one is a
+/// The fifteen lessons, in reading order. The files are part of the build, so a malformed one is a
 /// bug that every test shows, not an input error.
 pub static LESSONS: LazyLock<Vec<Lesson>> = LazyLock::new(|| {
     FILES

@@ -36,7 +36,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::format::{self, html as esc};
-use crate::model::{self, BASELINE_CLIENT, Cell};
+use crate::model::{self, BASELINE_CLIENT, Cell, OPEN_P99_NS, OpenCell, OpenLine};
 use crate::paired;
 use crate::results::{
     Backend, Instructions, Kind, Op, PairedRatio, RESULTS_FILE, Results, Row, Transport,
@@ -684,6 +684,110 @@ fn paired_with(run: Which, row: &Row, other_run: Which, other: &Row) -> Option<P
     verdict::paired_rows(row, other)
 }
 
+/// The open-loop cells a lesson can quote (`open[...]`, `closed_vs_open[...]`).
+pub const OPEN_CELLS: [&str; 2] = [
+    "redis/get/3B/tcp/c256/open",
+    "memcached/get/3B/tcp/c256/open",
+];
+
+impl Runs<'_> {
+    /// The main run's open-loop cell `id`, if it has one.
+    fn open_cell(&self, id: &str) -> Option<OpenCell<'_>> {
+        OpenCell::new(self.main.results)
+            .into_iter()
+            .find(|c| c.label == id)
+    }
+
+    /// Each of [`OPEN_CELLS`] as a Markdown table: a row per client, its p99 from the intended
+    /// start at each offered rate (saturated: the rate it achieved), and its highest rate with p99
+    /// ≤ 1 ms; a sentence where the run has no such cell.
+    fn open_tables(&self) -> BTreeMap<&'static str, String> {
+        (OPEN_CELLS.iter())
+            .map(|&id| {
+                let Some(cell) = self.open_cell(id) else {
+                    return (id, format!("`{id}`: not measured in this run."));
+                };
+                let mut out = String::from("| client |");
+                for rate in &cell.rates {
+                    let _ = write!(out, " {}/s |", format::grouped(*rate as f64));
+                }
+                out.push_str(" p99 ≤ 1 ms up to |\n|---|");
+                out.push_str(&"--:|".repeat(cell.rates.len() + 1));
+                out.push('\n');
+                for line in &cell.lines {
+                    let _ = write!(out, "| {} |", md_code(line.client));
+                    for rate in &cell.rates {
+                        let _ = write!(out, " {} |", open_words(line.rows.get(rate).copied()));
+                    }
+                    let within = line.highest_within(OPEN_P99_NS);
+                    let within = within.map_or("–".to_string(), |r| format::grouped(r as f64));
+                    let _ = writeln!(out, " {within} |");
+                }
+                (id, out)
+            })
+            .collect()
+    }
+
+    /// For each of [`OPEN_CELLS`]: each client's closed-loop row of the same cell (without
+    /// `/open`): its throughput and p99, beside its open-loop p99 at the highest offered rate
+    /// not above that throughput, and where its open-loop curve ends.
+    fn closed_vs_open(&self) -> BTreeMap<&'static str, String> {
+        (OPEN_CELLS.iter())
+            .map(|&id| {
+                let closed_id = id.trim_end_matches("/open");
+                let Some(cell) = self.open_cell(id) else {
+                    return (id, format!("`{id}`: not measured in this run."));
+                };
+                let mut out = format!(
+                    "| client | closed loop (`{closed_id}`): ops/s | its p99 | open loop: \
+                     offered rate at or below that | p99 there | saturated at |\n\
+                     |---|--:|--:|--:|--:|---|\n"
+                );
+                for line in &cell.lines {
+                    let closed = (self.main.results.rows.iter())
+                        .find(|r| r.cell == closed_id && r.client == line.client);
+                    let ops = closed.and_then(Row::ops);
+                    let closed_p99 = closed.and_then(|r| r.latency_ns).map(|l| l.p99);
+                    let at = ops.and_then(|ops| {
+                        (line.rows.iter().rev()).find(|(rate, _)| **rate as f64 <= ops)
+                    });
+                    let saturated = line.saturated_at().map_or("–".to_string(), |(r, a)| {
+                        let achieved = a.map_or(String::new(), |a| {
+                            format!(" (achieved {}/s)", format::grouped(a))
+                        });
+                        format!("{}/s{achieved}", format::grouped(r as f64))
+                    });
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} | {saturated} |",
+                        md_code(line.client),
+                        ops.map_or("–".to_string(), format::grouped),
+                        closed_p99.map_or("–".to_string(), |ns| format::duration_ns(ns as f64)),
+                        at.map_or("–".to_string(), |(r, _)| format::grouped(*r as f64)),
+                        open_words(at.map(|(_, row)| *row)),
+                    );
+                }
+                (id, out)
+            })
+            .collect()
+    }
+}
+
+/// An open-loop row in a lesson's table: its p99, `saturated (achieved …/s)`, or why not.
+fn open_words(row: Option<&Row>) -> String {
+    let Some(row) = row else {
+        return "–".to_string();
+    };
+    match (model::open_p99(row), row.open_loop) {
+        (Some(p99), _) => format::duration_ns(p99 as f64),
+        (None, Some(open)) if open.saturated && row.is_ok() => match open.achieved_rate {
+            Some(a) => format!("saturated ({}/s)", format::grouped(a)),
+            None => "saturated below".to_string(),
+        },
+        _ => model::status_word(row).to_string(),
+    }
+}
+
 /// One lesson's body in Markdown (without its heading): its template with the run's tables and
 /// the code links filled in.
 fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) -> String {
@@ -699,6 +803,8 @@ fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) 
             .map(|(t, reading)| runs.table(t, *reading))
             .collect::<Vec<_>>(),
         owners => lesson.owners.iter().map(|o| runs.owners(o)).collect::<Vec<_>>(),
+        open => runs.open_tables(),
+        closed_vs_open => runs.closed_vs_open(),
         code => links,
     };
     let body = env
@@ -857,7 +963,7 @@ pub fn headline_markdown(runs: &Runs) -> String {
         .map(|r| r.pipeline)
         .max();
     let callers = (results.rows.iter().filter(redis_tcp))
-        .filter(|r| r.op == Op::Get)
+        .filter(|r| r.op == Op::Get && r.offered_rate.is_none())
         .map(|r| r.concurrency)
         .max()
         .filter(|&c| c > 1);
@@ -871,7 +977,7 @@ pub fn headline_markdown(runs: &Runs) -> String {
     .map(|(op, depth, callers)| {
         let rows = (results.rows.iter().filter(redis_tcp))
             .filter(|r| r.op == op && r.value_size == 3 && r.pipeline == depth)
-            .filter(|r| r.concurrency == callers);
+            .filter(|r| r.concurrency == callers && r.offered_rate.is_none());
         Cell::new(rows.collect(), noise)
     });
     let callers = callers.map_or("C".to_string(), |c| c.to_string());
@@ -882,7 +988,8 @@ pub fn headline_markdown(runs: &Runs) -> String {
          in the report).\n\n| client | GET 3 B, ops/s | × fastest hand-written | × \
          redis-benchmark | pipelined SET, depth {}, ops/s | × fastest hand-written | × \
          redis-benchmark | GET 3 B, {callers} callers, ops/s | × fastest hand-written | × \
-         redis-benchmark |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+         redis-benchmark | GET 3 B, 256 callers, open loop: highest offered rate with p99 ≤ 1 \
+         ms |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
         runs.main.describe(),
         depth.map_or("1M".to_string(), format::depth)
     );
@@ -910,6 +1017,9 @@ pub fn headline_markdown(runs: &Runs) -> String {
         "loopback floor (the transport alone)"
     };
     lines.push((floor.into(), Role::Floor));
+    // The open-loop cell of the same GET: each client's highest rate with p99 ≤ 1 ms.
+    let open = (OpenCell::new(results).into_iter())
+        .find(|c| c.backend == Backend::Redis && c.transport == Transport::Tcp);
     for (label, role) in lines {
         let _ = write!(out, "| {label} |");
         for cell in &columns {
@@ -929,12 +1039,13 @@ pub fn headline_markdown(runs: &Runs) -> String {
                 format::markdown(&to_baseline)
             );
         }
-        out.push('\n');
+        let _ = writeln!(out, " {} |", role.within_1ms(open.as_ref()));
     }
     let _ = write!(out, "| A/A: the cell's reference against itself |");
     for cell in &columns {
         let _ = write!(out, " {} | – | – |", aa_cell(cell));
     }
+    out.push_str(" – |");
     let _ = write!(
         out,
         "\n\nEach cell timed its contenders in short alternating blocks, every round visiting each \
@@ -944,7 +1055,10 @@ pub fn headline_markdown(runs: &Runs) -> String {
          marked \"timed apart\" compares rows that did not share rounds (its range from both \
          rows' intervals). A client is named fastest only when the paired interval excludes 1 and \
          the difference exceeds the cell's A/A deviation (the last row). A/A check over the run: \
-         {}. Run-to-run noise, for rows timed apart: {}.\n\nGet your own numbers: `make bench` \
+         {}. Run-to-run noise, for rows timed apart: {}. The last column is an open loop (lesson \
+         15): the 256 callers share an offered rate, and latency runs from each request's \
+         intended start; it names the highest rate of the cell's ladder at which the client's \
+         p99 stayed at or below 1 ms.\n\nGet your own numbers: `make bench` \
          (this run took {}), then `make lessons RUN=<run-id>`. What each difference comes from, \
          with these numbers and the code that causes it: [docs/lessons.md](docs/lessons.md).\n",
         format::markdown(&paired::aa_summary_text(results)),
@@ -987,6 +1101,39 @@ enum Role<'n> {
 }
 
 impl Role<'_> {
+    /// The open-loop column: the role's highest offered rate with p99 ≤ 1 ms in `open` (the
+    /// best hand-written client's, named), `none` when it had none, `–` where the role has no
+    /// open loop.
+    fn within_1ms(self, open: Option<&OpenCell>) -> String {
+        let Some(open) = open else {
+            return "not measured in this run".to_string();
+        };
+        let rate = |line: &OpenLine| line.highest_within(OPEN_P99_NS);
+        let words = |rate: Option<u64>| {
+            rate.map_or("none of the ladder's rates".to_string(), |r| {
+                format!("{}/s", format::grouped(r as f64))
+            })
+        };
+        match self {
+            Role::Client(name) => match open.lines.iter().find(|l| l.client == name) {
+                Some(line) => words(rate(line)),
+                None => "– (no open loop)".to_string(),
+            },
+            Role::BestHandWritten => {
+                let best = (open.lines.iter())
+                    .filter(|l| l.kind == Kind::HandWritten)
+                    .max_by_key(|l| rate(l));
+                match best {
+                    Some(line) if rate(line).is_some() => {
+                        format!("{} {}", md_code(line.client), words(rate(line)))
+                    }
+                    _ => words(None),
+                }
+            }
+            Role::Floor => "–".to_string(),
+        }
+    }
+
     /// What the role's table cell shows in `cell`, and the row it shows.
     fn show<'r>(self, cell: &Cell<'r>) -> (String, Option<&'r Row>) {
         let row = match self {

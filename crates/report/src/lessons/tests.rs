@@ -728,14 +728,14 @@ fn lessons_say_not_counted_where_the_run_has_no_counts() {
     );
 }
 
-/// The lessons whose question is the client's own cost (all but 8, 9 and 11) read at least one
+/// The lessons whose question is the client's own cost (all but 8, 9, 11 and 15) read at least one
 /// table by its counted instructions; every owner table a lesson declares is shown once.
 #[test]
 fn lessons_on_the_clients_own_work_read_instructions() {
     for (number, lesson) in (1..).zip(LESSONS.iter()) {
         assert_eq!(lesson.readings.len(), lesson.tables.len(), "{}", lesson.id);
         let work = lesson.readings.contains(&Reading::Work);
-        assert_eq!(work, !matches!(number, 8 | 9 | 11), "{}", lesson.id);
+        assert_eq!(work, !matches!(number, 8 | 9 | 11 | 15), "{}", lesson.id);
         for index in 0..lesson.owners.len() {
             let placeholder = format!("{{{{ owners[{index}] }}}}");
             assert_eq!(
@@ -751,4 +751,117 @@ fn lessons_on_the_clients_own_work_read_instructions() {
         .map(|l| l.id)
         .collect();
     assert_eq!(with_owners, ["6-libraries", "10-multiplexing"]);
+}
+
+/// An open-loop row of `client` at `rate`: its p99 (ns), or saturated with what it achieved
+/// (`None` achieved: a rate above the one it was saturated at, not run).
+fn open_row(client: &str, kind: Kind, rate: u64, p99: Option<u64>, achieved: Option<f64>) -> Row {
+    let key = kvbench_results::RowKey {
+        backend: Backend::Redis,
+        op: Op::Get,
+        value_size: 3,
+        pipeline: 1,
+        transport: Transport::Tcp,
+        concurrency: 256,
+        offered_rate: Some(rate),
+        client: client.to_string(),
+    };
+    let mut row = Row::new("redis/get/3B/tcp/c256/open".into(), key, kind);
+    let latency = p99.map(|p99| kvbench_results::OpenLatency {
+        p50: p99 / 3,
+        p99,
+        p999: p99 * 2,
+        max: p99 * 3,
+    });
+    row.open_loop = Some(kvbench_results::OpenLoop {
+        seconds: 2.0,
+        offered: rate * 2,
+        completed: rate * 2,
+        achieved_rate: match p99 {
+            Some(_) => Some(rate as f64),
+            None => achieved,
+        },
+        saturated: p99.is_none(),
+        backlog_mid: 0,
+        backlog_end: 0,
+        latency_ns: latency,
+        floor_ns: latency,
+    });
+    row
+}
+
+#[test]
+fn open_loop_rows_are_curves_in_the_report_the_headline_and_lesson_15() {
+    let mut results = parse(FIXTURE_A);
+    let (hand, library) = (Kind::HandWritten, Kind::Library);
+    results.rows.extend([
+        open_row("multiplexed", hand, 4_000, Some(400_000), None),
+        open_row("multiplexed", hand, 83_000, Some(900_000), None),
+        open_row("multiplexed", hand, 800_000, None, Some(356_000.0)),
+        open_row("fred", library, 4_000, Some(700_000), None),
+        open_row("fred", library, 83_000, Some(5_000_000), None),
+        open_row("fred", library, 800_000, None, Some(130_000.0)),
+        open_row("raw-tcp", hand, 4_000, Some(800_000), None),
+        open_row("raw-tcp", hand, 83_000, None, Some(34_000.0)),
+        open_row("raw-tcp", hand, 800_000, None, None),
+    ]);
+    let runs = runs(&results, None);
+
+    // The headline's new column: each client's highest rate with p99 ≤ 1 ms.
+    let headline = headline_markdown(&runs);
+    let line = |start: &str| {
+        (headline.lines())
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no headline row {start}: {headline}"))
+            .to_string()
+    };
+    assert!(line("| `fred` |").ends_with("| 4,000/s |"), "{headline}");
+    assert!(line("| fastest hand-written |").ends_with("| `multiplexed` 83,000/s |"));
+    assert!(line("| `redis-benchmark`").ends_with("| – (no open loop) |"));
+    // The open rows stay out of the closed-loop columns: without them, every row but its last
+    // cell reads the same.
+    let closed_only = parse(FIXTURE_A);
+    let before = headline_markdown(&super::tests::runs(&closed_only, None));
+    let but_last = |text: &str| -> Vec<String> {
+        (text.lines().filter(|l| l.starts_with("| ")))
+            .map(|l| {
+                l.trim_end_matches('|')
+                    .rsplit_once(" | ")
+                    .unwrap()
+                    .0
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(but_last(&headline)[1..], but_last(&before)[1..]);
+
+    // Lesson 15: the open loop's table, rendered from the rows.
+    let text = all_markdown(&runs);
+    assert!(
+        text.contains("| `multiplexed` | 400 µs | 900 µs | saturated (356,000/s) | 83,000 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| `raw-tcp` | 800 µs | saturated (34,000/s) | saturated below | 4,000 |")
+    );
+    assert!(text.contains("`memcached/get/3B/tcp/c256/open`: not measured in this run."));
+
+    // The report: one chart for the open cell, saturation marked, and no stray rows elsewhere.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("results.json"),
+        serde_json::to_string(&results).unwrap(),
+    )
+    .unwrap();
+    crate::render_run(dir.path()).unwrap();
+    let html = fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert_eq!(html.matches("class=\"chart open-chart\"").count(), 1);
+    assert_eq!(
+        html.matches("<text class=\"saturated\"").count(),
+        4,
+        "✗ marks"
+    );
+    assert!(html.contains("p99 ≤ 1 ms up to"));
+    let check = check_run_dir(dir.path()).unwrap();
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
 }

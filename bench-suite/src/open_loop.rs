@@ -1,0 +1,739 @@
+//! Open loop: C callers share an offered rate R, and every request has an intended start on a
+//! fixed schedule, whether or not the one before it was answered. This is what an application's
+//! traffic does, and what a closed loop (each caller waits for its reply before its next
+//! request, [`crate::callers`]) cannot show: a caller that is stuck there stops sending, and
+//! the queue it would have built never shows in the latency (coordinated omission; wrk2 is the
+//! HTTP tool that measures this way).
+//!
+//! - **The schedule** ([`Schedule`]): slot j starts at `start + j / R` and belongs to caller
+//!   `j mod C`, so each caller's requests are evenly spaced (C / R apart) and the callers are
+//!   staggered by 1 / R.
+//! - **Latency runs from the intended start** to the reply, into an HdrHistogram. A caller that
+//!   falls behind sends its late requests at once, and their lateness counts.
+//! - **The floor** is the schedule's own jitter: how late a request left when its caller was
+//!   idle, waiting for it. The latency cannot be read below it.
+//! - **Saturation**: a client that answers less than 95 % of R, or whose backlog (requests due
+//!   but not sent) still grows at the end, is saturated at R: its row gives the achieved rate
+//!   and no latency. A queue that grows for as long as the run lasts has no percentile worth
+//!   reading.
+//!
+//! The callers are the closed loop's ([`crate::callers::Callers`]), run the way the client's
+//! spec declares. A thread per caller sleeps until its next intended start itself (with a
+//! timer slack of 1 ns, so that it wakes when asked, not up to 50 us later). Tasks on the
+//! bench's current-thread runtime cannot: tokio's timer counts whole milliseconds, which would
+//! make the floor a millisecond. A pacer task among them waits for each slot on a `timerfd`
+//! (nanosecond deadlines, woken by the runtime's own event loop like a socket) and wakes the
+//! slot's task ([`tokio::sync::Notify`]), releasing every slot already due at once. (A pacer
+//! *thread* did the same at first: its wake-ups had to cross threads into the runtime, and the
+//! floor's p99 was 3-4 ms at 4,000 requests a second, where the threads' was 0.1-0.4 ms.)
+//!
+//! The cells ([`run`]): `redis/get/3B/tcp/c256/open` and `memcached/get/3B/tcp/c256/open`, each
+//! client over a geometric ladder of offered rates ([`ladder`]), the same ladder for every
+//! client and run, one row per (client, rate). Rates climb; each rate runs every client in a
+//! fresh random order, so a slow period of the machine falls on several clients. Once a client
+//! is saturated, its higher rates are recorded as saturated without running (their rows say
+//! so).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use kvbench_core::{AsyncClient, Backend, Client, Concurrency, Error, Result};
+use kvbench_results::{OpenLatency, OpenLoop};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::runtime::Runtime;
+use tokio::sync::Notify;
+use tokio::task::LocalSet;
+
+use crate::callers;
+use crate::cell::{self, Context, Outcome};
+use crate::contender::Runner;
+use crate::drivers::{self, Args, Workload};
+use crate::matrix::Mode;
+use crate::plan::{Decision, Source, Visit};
+use crate::results::{Row, RowExt, Status};
+
+/// How long after a schedule is fixed its first slot starts: the callers' threads or tasks are
+/// released by then.
+const LEAD: Duration = Duration::from_millis(5);
+
+/// Below this share of the offered rate, a client is saturated.
+pub const SATURATED_BELOW: f64 = 0.95;
+
+/// Rates of a ladder.
+pub const STEPS: usize = 8;
+
+/// Redis's ladder, requests per second: up to past the fastest client's closed-loop capacity
+/// with 256 callers (`multiplexed`, 660,000 GETs a second in the reference run of 2026-12-01),
+/// and down to where every client of the cell has a rate it sustains. About 5 % of that
+/// capacity (33,000) is already more than a thread-per-caller client answers with 256 callers
+/// (12,000-20,000 in a quick run of this cell), and more than any client answers one request at
+/// a time on the shared CPU: every client but the multiplexed ones was saturated there, and
+/// their curves had no point.
+const REDIS_LADDER: (f64, f64) = (4_000.0, 800_000.0);
+
+/// memcached's: the same from `multiplexed/memcached`'s 183,000 a second, and down to below the
+/// `memcache` library's 2,800 (its pool checks each connection on checkout).
+const MEMCACHED_LADDER: (f64, f64) = (2_000.0, 220_000.0);
+
+/// The offered rates of an open cell of `backend` in `mode`, lowest first: [`STEPS`] rates
+/// spaced geometrically (each about twice the last), rounded to two significant digits; a
+/// quick run takes the lowest, one from the middle and the highest of Redis's, a test run its
+/// lowest only.
+pub fn ladder(mode: Mode, backend: Backend) -> Vec<u64> {
+    let (low, high) = match backend {
+        Backend::Memcached => MEMCACHED_LADDER,
+        _ => REDIS_LADDER,
+    };
+    let ratio = (high / low).powf(1.0 / (STEPS - 1) as f64);
+    let full: Vec<u64> = (0..STEPS)
+        .map(|i| two_digits(low * ratio.powi(i as i32)))
+        .collect();
+    match mode {
+        Mode::Full => full,
+        Mode::Quick => vec![full[0], full[STEPS / 2], full[STEPS - 1]],
+        Mode::Test => vec![full[0]],
+    }
+}
+
+fn two_digits(x: f64) -> u64 {
+    let scale = 10f64.powi(x.log10().floor() as i32 - 1);
+    ((x / scale).round() * scale) as u64
+}
+
+/// How long each (client, rate) runs in `mode`.
+pub fn step(mode: Mode) -> Duration {
+    match mode {
+        Mode::Full => Duration::from_secs(2),
+        Mode::Quick => Duration::from_secs(1),
+        Mode::Test => Duration::from_millis(50),
+    }
+}
+
+/// When each request of a run should start.
+#[derive(Debug)]
+pub struct Schedule {
+    /// Requests per second, over all callers.
+    rate: f64,
+    callers: usize,
+    duration: Duration,
+    /// Fixed by the first caller to ask ([`Schedule::start`]).
+    start: OnceLock<Instant>,
+}
+
+impl Schedule {
+    /// `callers` callers sharing `rate` requests a second for `duration`.
+    pub fn new(rate: f64, callers: usize, duration: Duration) -> Schedule {
+        Schedule {
+            rate,
+            callers: callers.max(1),
+            duration,
+            start: OnceLock::new(),
+        }
+    }
+
+    /// The first slot's time: [`LEAD`] after the first call.
+    pub fn start(&self) -> Instant {
+        *self.start.get_or_init(|| Instant::now() + LEAD)
+    }
+
+    /// Requests offered: every slot before the end.
+    pub fn slots(&self) -> u64 {
+        (self.rate * self.duration.as_secs_f64()).ceil() as u64
+    }
+
+    /// Slot `j`'s intended start.
+    fn at(&self, slot: u64) -> Instant {
+        self.start() + Duration::from_secs_f64(slot as f64 / self.rate)
+    }
+
+    fn end(&self) -> Instant {
+        self.start() + self.duration
+    }
+
+    fn middle(&self) -> Instant {
+        self.start() + self.duration / 2
+    }
+}
+
+/// An empty latency histogram: 1 ns to 100 s, two significant digits (1 % resolution).
+fn histogram() -> Histogram<u32> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 2).expect("valid histogram bounds")
+}
+
+/// One caller's account of its run.
+struct CallerLog {
+    caller: u64,
+    /// This caller's requests so far (the next one's number).
+    next: u64,
+    latency: Histogram<u32>,
+    floor: Histogram<u32>,
+    started_by_middle: u64,
+    done: u64,
+    last_done: Option<Instant>,
+    error: Option<Error>,
+}
+
+impl CallerLog {
+    fn new(caller: usize) -> CallerLog {
+        CallerLog {
+            caller: caller as u64,
+            next: 0,
+            latency: histogram(),
+            floor: histogram(),
+            started_by_middle: 0,
+            done: 0,
+            last_done: None,
+            error: None,
+        }
+    }
+
+    /// The next request's intended start, or `None` once the schedule has no more for this
+    /// caller or its end has passed (a caller behind then stops: what is left is backlog).
+    fn next(&self, s: &Schedule) -> Option<Instant> {
+        let slot = self.next * s.callers as u64 + self.caller;
+        (slot < s.slots() && Instant::now() < s.end()).then(|| s.at(slot))
+    }
+
+    /// The request of `intended` is being sent now; `waited` if its caller was idle until it.
+    fn sent(&mut self, s: &Schedule, intended: Instant, waited: bool) {
+        let now = Instant::now();
+        if waited {
+            let _ = self
+                .floor
+                .record(ns(now.saturating_duration_since(intended)));
+        }
+        if now < s.middle() {
+            self.started_by_middle += 1;
+        }
+        self.next += 1;
+    }
+
+    /// Its reply came (or an error): false when the caller must stop.
+    fn answered(&mut self, intended: Instant, outcome: Result<()>) -> bool {
+        let now = Instant::now();
+        match outcome {
+            Ok(()) => {
+                let _ = (self.latency).record(ns(now.saturating_duration_since(intended)));
+                self.done += 1;
+                self.last_done = Some(now);
+                true
+            }
+            Err(err) => {
+                self.error = Some(err);
+                false
+            }
+        }
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    (d.as_nanos() as u64).clamp(1, 100_000_000_000)
+}
+
+/// Lets this thread's sleeps end when asked: the kernel's default timer slack would add up to
+/// 50 us to each.
+fn precise_sleeps() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer and affects this thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+}
+
+// ANCHOR: open_caller
+/// A thread per caller, each sleeping until its next intended start.
+pub(crate) fn threads(clients: &mut [Box<dyn Client>], w: &Workload, s: &Schedule) -> Result<Run> {
+    // The schedule starts once every caller runs: on a busy CPU the last of 256 released
+    // threads may run milliseconds after the first, and its lateness would be the harness's.
+    let ready = std::sync::Barrier::new(clients.len());
+    let logs = callers::on_threads(clients, |caller, client| {
+        precise_sleeps();
+        ready.wait();
+        s.start();
+        let args = Args::default();
+        let mut log = CallerLog::new(caller);
+        while let Some(intended) = log.next(s) {
+            let now = Instant::now();
+            let waited = now < intended;
+            if waited {
+                std::thread::sleep(intended - now);
+            }
+            log.sent(s, intended, waited);
+            let outcome = drivers::run_sync(client, w, &args);
+            if !log.answered(intended, outcome) {
+                break;
+            }
+        }
+        log
+    });
+    Run::gather(s, logs)
+}
+// ANCHOR_END: open_caller
+
+/// A task per caller on the bench's runtime, each woken for its slots by a pacer task.
+pub(crate) fn tasks(
+    runtime: &Runtime,
+    local: &LocalSet,
+    handles: &mut Vec<Box<dyn AsyncClient>>,
+    w: &Workload,
+    s: Schedule,
+) -> Result<Run> {
+    let s = Rc::new(s);
+    let wake: Rc<Vec<Notify>> = Rc::new((0..handles.len()).map(|_| Notify::new()).collect());
+    let w = Rc::new(w.clone());
+    let timer = {
+        // Registering the timer with the runtime's event loop needs its context.
+        let _context = runtime.enter();
+        Timer::new().map_err(Error::Io)?
+    };
+    let pacer = local.spawn_local(pace(Rc::clone(&s), Rc::clone(&wake), timer));
+    let (_, logs) = callers::on_tasks(runtime, local, handles, |caller, mut handle| {
+        let (s, wake, w) = (Rc::clone(&s), Rc::clone(&wake), Rc::clone(&w));
+        async move {
+            let args = Args::default();
+            let mut log = CallerLog::new(caller);
+            while let Some(intended) = log.next(&s) {
+                let waited = Instant::now() < intended;
+                // A wake-up left over from a slot this caller was late for is spent here.
+                while Instant::now() < intended {
+                    wake[caller].notified().await;
+                }
+                log.sent(&s, intended, waited);
+                let outcome = drivers::run_async(handle.as_mut(), &w, &args).await;
+                if !log.answered(intended, outcome) {
+                    break;
+                }
+            }
+            (handle, log)
+        }
+    });
+    // Callers that stopped early leave the pacer slots to release: it goes with the run.
+    pacer.abort();
+    match local.block_on(runtime, pacer) {
+        Ok(Err(err)) => return Err(Error::Io(err)),
+        Err(err) if !err.is_cancelled() => {
+            return Err(Error::Protocol(format!("the pacer: {err}")));
+        }
+        _ => {}
+    }
+    Run::gather(&s, logs)
+}
+
+/// The pacer, a task among the callers: waits for each slot's time and wakes its caller's
+/// task; slots already due are released together. It waits on a [`Timer`], so the runtime's
+/// own event loop wakes it: no other thread, whose wake-ups the runtime would have to take
+/// across threads, and no millisecond ticks.
+async fn pace(s: Rc<Schedule>, wake: Rc<Vec<Notify>>, timer: Timer) -> std::io::Result<()> {
+    // Spawned before the callers, it runs first and fixes the start; every caller's first poll
+    // comes before the first slot's time.
+    s.start();
+    let mut released = 0;
+    for slot in 0..s.slots() {
+        let at = s.at(slot);
+        if at > Instant::now() {
+            timer.sleep_until(at).await?;
+            released = 0;
+        } else if released == RELEASED_AT_ONCE {
+            // Behind the schedule: the callers must get to run, or a pacer slower than the
+            // rate would release every slot before any caller sent one.
+            tokio::task::yield_now().await;
+            released = 0;
+        }
+        wake[(slot % wake.len() as u64) as usize].notify_one();
+        released += 1;
+    }
+    Ok(())
+}
+
+/// Slots the pacer releases in a row before it lets the callers run.
+const RELEASED_AT_ONCE: u32 = 64;
+
+/// A timer with nanosecond deadlines that the runtime's event loop waits on like a socket: a
+/// Linux `timerfd`. tokio's own timer rounds every deadline up to a whole millisecond, which
+/// would make the generator's floor a millisecond.
+struct Timer(AsyncFd<OwnedFd>);
+
+impl Timer {
+    /// A monotonic timer, registered with the current runtime.
+    fn new() -> std::io::Result<Timer> {
+        // SAFETY: timerfd_create takes two integer arguments and returns a new descriptor.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: the descriptor is open, and `OwnedFd` keeps it open, the same file, until the
+        // `AsyncFd` drops it; `as_raw_fd` returns it.
+        let registered = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) };
+        Ok(Timer(registered.map_err(std::io::Error::from)?))
+    }
+
+    /// Returns at `at`: arms the timer, then waits until it has expired.
+    async fn sleep_until(&self, at: Instant) -> std::io::Result<()> {
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: left.as_secs() as libc::time_t,
+                tv_nsec: left.subsec_nanos() as libc::c_long,
+            },
+        };
+        let fd = self.0.get_ref().as_raw_fd();
+        // SAFETY: `fd` is a timerfd this timer owns; `spec` is a valid itimerspec.
+        if unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        loop {
+            let mut ready = self.0.readable().await?;
+            // An expired timerfd reads as its count of expirations (8 bytes).
+            let read = ready.try_io(|fd| {
+                let mut count = [0u8; 8];
+                // SAFETY: reads at most 8 bytes into `count` from a descriptor this timer owns.
+                let n = unsafe { libc::read(fd.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
+                match n {
+                    n if n < 0 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
+                }
+            });
+            match read {
+                Ok(result) => return result,
+                // Not expired yet: readiness cleared, wait again.
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+/// What one run at one rate measured, over every caller.
+#[derive(Debug)]
+pub struct Run {
+    /// The offered rate, requests a second.
+    pub rate: f64,
+    /// Callers.
+    pub callers: usize,
+    /// The schedule's length.
+    pub duration: Duration,
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests answered.
+    pub completed: u64,
+    /// Requests sent.
+    pub started: u64,
+    /// Requests due but not sent halfway through.
+    pub backlog_middle: u64,
+    /// Requests due but not sent at the end.
+    pub backlog_end: u64,
+    /// From the schedule's start to the last answer.
+    pub elapsed: Duration,
+    /// Latency from each request's intended start, ns.
+    pub latency: Histogram<u32>,
+    /// How late requests were sent when their caller was waiting for them, ns.
+    pub floor: Histogram<u32>,
+}
+
+impl Run {
+    fn gather(s: &Schedule, logs: Vec<Result<CallerLog>>) -> Result<Run> {
+        let mut latency = histogram();
+        let mut floor = histogram();
+        let (mut started, mut started_by_middle, mut completed) = (0, 0, 0);
+        let mut last_done = s.start();
+        for log in logs {
+            let log = log?;
+            if let Some(err) = log.error {
+                return Err(err);
+            }
+            let _ = latency.add(&log.latency);
+            let _ = floor.add(&log.floor);
+            started += log.next;
+            started_by_middle += log.started_by_middle;
+            completed += log.done;
+            last_done = last_done.max(log.last_done.unwrap_or(last_done));
+        }
+        let offered = s.slots();
+        let due_by_middle = (s.rate * s.duration.as_secs_f64() / 2.0).ceil() as u64;
+        Ok(Run {
+            rate: s.rate,
+            callers: s.callers,
+            duration: s.duration,
+            offered,
+            completed,
+            started,
+            backlog_middle: due_by_middle.saturating_sub(started_by_middle),
+            backlog_end: offered.saturating_sub(started),
+            elapsed: last_done - s.start(),
+            latency,
+            floor,
+        })
+    }
+
+    /// Requests answered per second, from the schedule's start to the last answer.
+    pub fn achieved(&self) -> f64 {
+        self.completed as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    // ANCHOR: open_saturated
+    /// Answered less than [`SATURATED_BELOW`] of the offered rate, or its backlog grew in the
+    /// second half by more than a request per caller and 1 % of the requests.
+    pub fn saturated(&self) -> bool {
+        let growth = (self.callers as u64).max(self.offered / 100);
+        self.achieved() < SATURATED_BELOW * self.rate
+            || self.backlog_end > self.backlog_middle + growth
+    }
+    // ANCHOR_END: open_saturated
+
+    /// The row's record of it.
+    pub fn record(&self) -> OpenLoop {
+        let saturated = self.saturated();
+        OpenLoop {
+            seconds: self.duration.as_secs_f64(),
+            offered: self.offered,
+            completed: self.completed,
+            achieved_rate: Some(self.achieved()),
+            saturated,
+            backlog_mid: self.backlog_middle,
+            backlog_end: self.backlog_end,
+            latency_ns: (!saturated).then(|| percentiles(&self.latency)).flatten(),
+            floor_ns: percentiles(&self.floor),
+        }
+    }
+}
+
+/// p50, p99, p99.9 and the maximum, or `None` for an empty histogram.
+pub fn percentiles(h: &Histogram<u32>) -> Option<OpenLatency> {
+    (!h.is_empty()).then(|| OpenLatency {
+        p50: h.value_at_quantile(0.5),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    })
+}
+
+/// Roughly how long a visit of an open cell takes: connecting each client's callers, then its
+/// rates; a thread-per-caller client is counted for three rates (it saturates early, and its
+/// higher rates are not run).
+pub fn estimate(visit: &Visit, mode: Mode) -> Duration {
+    let rates = ladder(mode, visit.cell.backend).len() as f64;
+    let step = step(mode).as_secs_f64() + 0.05;
+    let seconds: f64 = (visit.measured())
+        .map(|c| match c.source {
+            Source::Client(spec) if matches!(spec.concurrency, Concurrency::Threads) => {
+                0.5 + rates.min(3.0) * step
+            }
+            _ => 0.3 + rates * step,
+        })
+        .sum();
+    Duration::from_secs_f64(0.5 + seconds)
+}
+
+/// The ladder in words, for the plan: `open loop: offered rates 32000, … requests/s, 2s each`.
+pub fn describe_ladder(visit: &Visit, mode: Mode) -> String {
+    let rates: Vec<String> = (ladder(mode, visit.cell.backend).iter())
+        .map(u64::to_string)
+        .collect();
+    format!(
+        "open loop: offered rates {} requests/s, {:?} each; a client's rates above the one it \
+         is saturated at are not run",
+        rates.join(", "),
+        step(mode)
+    )
+}
+
+/// A client of the visit, its callers connected.
+struct Entry {
+    name: &'static str,
+    row: Row,
+    callers: Option<callers::Callers>,
+    /// The rate it was first saturated at.
+    saturated_at: Option<u64>,
+    seconds: f64,
+}
+
+/// One visit of an open cell: a fresh server, every client's callers connected and verified,
+/// then each rate of the ladder, lowest first, every client once per rate in a fresh random
+/// order; one row per (client, rate).
+pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
+    let cell = visit.cell;
+    let mode = ctx.settings.mode;
+    let rates = ladder(mode, cell.backend);
+    let duration = step(mode);
+    let mut rows: Vec<Row> = Vec::new();
+    let at_rate = |row: &Row, rate: u64| Row {
+        offered_rate: Some(rate),
+        ..row.clone()
+    };
+    for contender in &visit.contenders {
+        if let Decision::Unsupported(why) = &contender.decision {
+            let row = cell::new_row(&cell, contender).fail(Status::Unsupported, why);
+            rows.extend(rates.iter().map(|&rate| at_rate(&row, rate)));
+        }
+    }
+    if visit.measured().next().is_none() {
+        return Ok(Outcome {
+            rows,
+            rounds: 0,
+            twin_rounds: None,
+        });
+    }
+    let (endpoint, w, mut reference) = cell::prepare(ctx, cell)?;
+    let args = w.args();
+
+    let mut entries: Vec<Entry> = Vec::new();
+    for contender in visit.measured() {
+        let Decision::Measure(measure) = contender.decision else {
+            continue;
+        };
+        let started = Instant::now();
+        let mut row = cell::new_row(&cell, contender);
+        let server = (&endpoint, &mut reference);
+        let block = visit.rounds.block;
+        let callers = match cell::connect(ctx, &w, &args, server, contender.source, measure, block)
+        {
+            Ok((live, model)) => {
+                if let Some((model, connections)) = model {
+                    (row.model, row.connections) = (model, connections);
+                }
+                match live.runner {
+                    Runner::Many(callers) => Some(callers),
+                    _ => {
+                        row = row.fail(Status::Failed, "an open cell runs many callers");
+                        None
+                    }
+                }
+            }
+            Err(cell::Refusal::Unsupported(why)) => {
+                row = row.fail(Status::Unsupported, why);
+                None
+            }
+            Err(cell::Refusal::Failed(why)) => {
+                row = row.fail(Status::Failed, cell::pair_error(ctx.servers, &cell, &why));
+                None
+            }
+        };
+        entries.push(Entry {
+            name: contender.name,
+            row,
+            callers,
+            saturated_at: None,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+
+    let mut rng = fastrand::Rng::with_seed(ctx.settings.order_seed ^ u64::from(visit.repeat));
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    let mut measured: Vec<Vec<Row>> = vec![Vec::new(); entries.len()];
+    for &rate in &rates {
+        rng.shuffle(&mut order);
+        for &at in &order {
+            let entry = &mut entries[at];
+            let started = Instant::now();
+            let row = at_rate(&entry.row, rate);
+            let row = match (&mut entry.callers, entry.saturated_at) {
+                (None, _) => row,
+                (Some(_), Some(lower)) => not_run(row, &cell, lower),
+                (Some(callers), None) => {
+                    let schedule = Schedule::new(rate as f64, cell.concurrency, duration);
+                    match callers.open_round(&w, schedule) {
+                        Ok(run) => {
+                            let record = run.record();
+                            if record.saturated {
+                                entry.saturated_at = Some(rate);
+                            }
+                            with_run(row, &run)
+                        }
+                        Err(err) => {
+                            let why = format!("at {rate} requests/s: {err}");
+                            let why = cell::pair_error(ctx.servers, &cell, &why);
+                            entry.callers = None;
+                            entry.row = entry.row.clone().fail(Status::Failed, &why);
+                            row.fail(Status::Failed, why)
+                        }
+                    }
+                }
+            };
+            entry.seconds += started.elapsed().as_secs_f64();
+            measured[at].push(row);
+        }
+    }
+    for (entry, mut runs) in entries.into_iter().zip(measured) {
+        let per_rate = entry.seconds / runs.len().max(1) as f64;
+        for row in runs.iter_mut() {
+            row.seconds = Some(per_rate);
+        }
+        eprintln!(
+            "  {}: {}",
+            entry.name,
+            (runs.iter()).map(describe).collect::<Vec<_>>().join(", ")
+        );
+        rows.extend(runs);
+    }
+    Ok(Outcome {
+        rows,
+        rounds: 0,
+        twin_rounds: None,
+    })
+}
+
+/// The row of a run at its rate.
+fn with_run(mut row: Row, run: &Run) -> Row {
+    let record = run.record();
+    row.timing = Some(format!(
+        "open loop: {} callers share {:.0} requests/s for {:?} (each caller's requests {:.0} us \
+         apart, callers staggered); latency from each request's intended start; {} of {} \
+         answered, {} still due at the end",
+        run.callers,
+        run.rate,
+        run.duration,
+        run.callers as f64 / run.rate * 1e6,
+        run.completed,
+        run.offered,
+        run.backlog_end
+    ));
+    row.open_loop = Some(record);
+    row
+}
+
+/// A rate above the one a client was saturated at: recorded saturated, not run.
+fn not_run(mut row: Row, cell: &crate::matrix::Cell, lower: u64) -> Row {
+    row.timing = Some(format!(
+        "not run: saturated at {lower} requests/s, a lower rate of {cell}'s ladder"
+    ));
+    row.open_loop = Some(OpenLoop {
+        seconds: 0.0,
+        offered: 0,
+        completed: 0,
+        achieved_rate: None,
+        saturated: true,
+        backlog_mid: 0,
+        backlog_end: 0,
+        latency_ns: None,
+        floor_ns: None,
+    });
+    row
+}
+
+/// `32000/s: p99 0.41 ms`, `800000/s: saturated (612000/s)`.
+pub fn describe(row: &Row) -> String {
+    let rate = row.offered_rate.unwrap_or(0);
+    match (&row.open_loop, &row.error) {
+        (_, Some(error)) => format!("{rate}/s: {error}"),
+        (Some(open), _) => match (open.latency_ns, open.achieved_rate) {
+            (Some(latency), _) => format!("{rate}/s: p99 {:.2} ms", latency.p99 as f64 / 1e6),
+            (None, Some(achieved)) => format!("{rate}/s: saturated ({achieved:.0}/s)"),
+            (None, None) => format!("{rate}/s: saturated below"),
+        },
+        (None, None) => format!("{rate}/s: -"),
+    }
+}
