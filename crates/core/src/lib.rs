@@ -30,9 +30,10 @@
 //! - [`endpoint`]: where to connect ([`Endpoint`]), the [`Options`] every client honours — with
 //!   the [timeout rules](Options#timeouts) every client follows — and the socket set-up every
 //!   hand-written client shares ([`connect_tcp_stream`], [`connect_unix_stream`]).
-//! - [`ReadBuffer`]: the reused read buffer replies are parsed in, whatever the protocol, with
-//!   its [`ReplyDeadline`]. [`Stream`] (either transport's socket as one type) is for the suite's
-//!   own probes, meters and test servers.
+//! - [`ReadBuffer`]: the reused read buffer replies are parsed in, whatever the protocol, with its
+//!   [`ReplyDeadline`]; [`Wire`]: a blocking stream with that buffer, a reused write buffer and its
+//!   [`Broken`] state, which every hand-written blocking connection is built on. [`Stream`] (either
+//!   transport's socket as one type) is for the suite's own probes, meters and test servers.
 #![deny(missing_docs)]
 
 pub use client::{Client, Operation, one_per_key};
@@ -46,6 +47,7 @@ mod read_buffer;
 pub mod shared;
 pub mod spec;
 mod stream;
+mod wire;
 
 pub use asynchronous::{AsyncClient, BoxFuture};
 pub use endpoint::{
@@ -60,6 +62,7 @@ pub use spec::{
     Pipelining,
 };
 pub use stream::Stream;
+pub use wire::Wire;
 
 #[cfg(test)]
 mod tests;

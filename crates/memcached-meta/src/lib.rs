@@ -45,10 +45,10 @@
 //!
 //! # Cost model
 //!
-//! As `memcached-text`: one reused write buffer (a command goes out in one `write`), one reused
-//! [`ReadBuffer`], and one allocation per hit, the returned `Vec`. A `set_many` batch is written
-//! in writes of about [`WRITE_CHUNK_LEN`] bytes and, when every item is stored, read with one
-//! `read`: `MN\r\n`. A `get_many_pipelined` batch is one write per chunk, and reads that carry
+//! As `memcached-text`: a [`Wire`], so one reused write buffer (a command goes out in one `write`),
+//! one reused read buffer, and one allocation per hit, the returned `Vec`. A `set_many` batch is
+//! written in writes of about [`WRITE_CHUNK_LEN`] bytes and, when every item is stored, read with
+//! one `read`: `MN\r\n`. A `get_many_pipelined` batch is one write per chunk, and reads that carry
 //! only its hits and a `MN` per chunk.
 //!
 //! # What it gives up
@@ -81,7 +81,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Options, Pipelining, ReadBuffer, Result,
+    Backend, Client, ClientSpec, Endpoint, Error, Options, Pipelining, Result, Wire,
 };
 pub use kvbench_memcached_reply::meta;
 pub use kvbench_memcached_text::{check_key, check_value, encode_line, exptime};
@@ -125,64 +125,50 @@ pub fn connect(endpoint: &Endpoint, options: &Options) -> Result<Box<dyn Client>
 // ANCHOR: meta_client
 /// A connection speaking memcached's meta protocol over any byte stream.
 pub struct MetaConnection<S> {
-    stream: S,
-    /// Reused for every command; a command (or a chunk of a batch) goes out in one write.
-    write_buf: Vec<u8>,
-    /// Received bytes not yet parsed; also bounds the time one whole reply line may take.
-    read_buf: ReadBuffer,
-    /// Set by the first error that leaves the stream out of step; the connection is not reused.
-    broken: Broken,
+    /// The stream, a reused write buffer (a command, or a chunk of a batch, goes out in one
+    /// write), the read buffer reply lines are parsed in, and whether the stream is out of step.
+    wire: Wire<S>,
 }
 // ANCHOR_END: meta_client
+
+/// Every exchange goes through [`Wire::exchange`], which needs the connection's [`Wire`].
+impl<S> AsMut<Wire<S>> for MetaConnection<S> {
+    fn as_mut(&mut self) -> &mut Wire<S> {
+        &mut self.wire
+    }
+}
 
 impl<S: Read + Write> MetaConnection<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
     pub fn new(stream: S) -> Self {
         MetaConnection {
-            stream,
-            write_buf: Vec::with_capacity(1024),
-            read_buf: ReadBuffer::new(READ_BUF_LEN),
-            broken: Broken::default(),
+            wire: Wire::new(stream, 1024, READ_BUF_LEN),
         }
     }
 
-    /// Fails a reply line that takes longer than `limit` to arrive in full, however steadily its
-    /// bytes trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's
-    /// own per-read timeout; [`connect`] sets the [`Options::read_timeout`].
+    /// Fails a reply line that takes longer than `limit` to arrive in full
+    /// ([`Wire::set_reply_timeout`]); [`connect`] sets the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.read_buf.set_reply_timeout(limit);
+        self.wire.set_reply_timeout(limit);
     }
 
     /// True once an error has left the connection out of step; every call then fails at once.
     pub fn is_broken(&self) -> bool {
-        self.broken.is_broken()
-    }
-
-    /// Runs one exchange; an error that leaves the stream out of step marks the connection broken.
-    fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let result = self.broken.check().and_then(|()| op(self));
-        self.broken.note(result)
-    }
-
-    /// Sends what is in the write buffer with one `write_all` and empties it for reuse.
-    fn flush(&mut self) -> Result<()> {
-        let sent = self.stream.write_all(&self.write_buf);
-        self.write_buf.clear();
-        Ok(sent?)
+        self.wire.is_broken()
     }
 
     /// Reads the next reply line and hands it to `judge` with the bytes its ranges index; the line
     /// is consumed whatever `judge` decides.
     fn read_line<T>(&mut self, judge: impl FnOnce(&MetaReply, &[u8]) -> Result<T>) -> Result<T> {
-        self.read_buf.start_reply();
+        self.wire.read_buf.start_reply();
         loop {
-            let pending = self.read_buf.pending();
+            let pending = self.wire.read_buf.pending();
             if let Some((reply, len)) = meta::parse_line(pending)? {
                 let verdict = judge(&reply, pending);
-                self.read_buf.consume(len);
+                self.wire.read_buf.consume(len);
                 return verdict;
             }
-            self.read_buf.fill(&mut self.stream)?;
+            self.wire.fill()?;
         }
     }
 
@@ -220,22 +206,22 @@ impl<S: Read + Write> MetaConnection<S> {
     /// `<data>\r\n` after a `VA` header announcing `len` bytes (capped at 1 GiB by the decoder):
     /// the data goes into a `Vec` of exactly that size, then its CRLF is checked.
     fn read_value(&mut self, len: usize) -> Result<Vec<u8>> {
-        let value = self.read_buf.take_value(&mut self.stream, len)?;
+        let value = self.wire.take_value(len)?;
         loop {
-            if meta::trailer_complete(self.read_buf.pending())? {
-                self.read_buf.consume(meta::DATA_TRAILER.len());
+            if meta::trailer_complete(self.wire.read_buf.pending())? {
+                self.wire.read_buf.consume(meta::DATA_TRAILER.len());
                 return Ok(value);
             }
-            self.read_buf.fill(&mut self.stream)?;
+            self.wire.fill()?;
         }
     }
 
     fn store(&mut self, key: &[u8], value: &[u8], exptime: Option<u64>) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
-        self.exchange(|c| {
-            encode_ms(&mut c.write_buf, key, value, exptime, None);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_ms(&mut c.wire.write_buf, key, value, exptime, None);
+            c.wire.flush()?;
             c.read_line_for(key, |status, line| match status {
                 Status::Done => Ok(()),
                 Status::Refused(Refusal::NotStored) => {
@@ -250,13 +236,13 @@ impl<S: Read + Write> MetaConnection<S> {
     // ANCHOR: meta_quiet_batch
     fn quiet_batch(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
         for (i, (key, value)) in items.iter().enumerate() {
-            encode_ms(&mut self.write_buf, key, value, None, Some(i));
-            if self.write_buf.len() >= WRITE_CHUNK_LEN {
-                self.flush()?;
+            encode_ms(&mut self.wire.write_buf, key, value, None, Some(i));
+            if self.wire.write_buf.len() >= WRITE_CHUNK_LEN {
+                self.wire.flush()?;
             }
         }
-        self.write_buf.extend_from_slice(b"mn\r\n");
-        self.flush()?;
+        self.wire.write_buf.extend_from_slice(b"mn\r\n");
+        self.wire.flush()?;
         // A stored item said nothing: what comes back is failures, then the MN.
         let (mut first_failure, mut failures) = (None, 0);
         while let Some(failure) = self.read_line(|reply, line| batch_reply(reply, line, items))? {
@@ -282,13 +268,16 @@ impl<S: Read + Write> MetaConnection<S> {
         let mut index = itoa::Buffer::new();
         for (n, key) in keys.iter().enumerate() {
             let i = index.format(n).as_bytes();
-            encode_line(&mut self.write_buf, &[b"mg ", key, b" v q O", i, b"\r\n"]);
+            encode_line(
+                &mut self.wire.write_buf,
+                &[b"mg ", key, b" v q O", i, b"\r\n"],
+            );
             let last = n + 1 == keys.len();
-            if self.write_buf.len() < WRITE_CHUNK_LEN && !last {
+            if self.wire.write_buf.len() < WRITE_CHUNK_LEN && !last {
                 continue;
             }
-            self.write_buf.extend_from_slice(b"mn\r\n");
-            self.flush()?;
+            self.wire.write_buf.extend_from_slice(b"mn\r\n");
+            self.wire.flush()?;
             unanswered += 1;
             // The chunk before this one; after the last, this one too.
             while unanswered > usize::from(!last) {
@@ -308,9 +297,12 @@ impl<S: Read + Write + Send> Client for MetaConnection<S> {
     // ANCHOR: meta_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        self.exchange(|c| {
-            encode_line(&mut c.write_buf, &[b"mg ", key, b" v k O", SINGLE, b"\r\n"]);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_line(
+                &mut c.wire.write_buf,
+                &[b"mg ", key, b" v k O", SINGLE, b"\r\n"],
+            );
+            c.wire.flush()?;
             let hit = c.read_line_for(key, |status, line| match status {
                 Status::Value(data) => Ok(Some(data.len())),
                 Status::Miss => Ok(None),
@@ -331,9 +323,12 @@ impl<S: Read + Write + Send> Client for MetaConnection<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
-        self.exchange(|c| {
-            encode_line(&mut c.write_buf, &[b"md ", key, b" O", SINGLE, b"\r\n"]);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_line(
+                &mut c.wire.write_buf,
+                &[b"md ", key, b" O", SINGLE, b"\r\n"],
+            );
+            c.wire.flush()?;
             c.read_line_for(key, |status, line| match status {
                 Status::Done => Ok(true),
                 Status::Refused(Refusal::NotFound) => Ok(false),
@@ -348,13 +343,13 @@ impl<S: Read + Write + Send> Client for MetaConnection<S> {
         items
             .iter()
             .try_for_each(|(key, value)| check_key(key).and_then(|()| check_value(value)))?;
-        self.exchange(|c| c.quiet_batch(items))
+        Wire::exchange(self, |c| c.quiet_batch(items))
     }
 
     /// Quiet gets: see the crate docs. One bad key refuses the batch with nothing sent.
     fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().try_for_each(|key| check_key(key))?;
-        self.exchange(|c| c.quiet_gets(keys))
+        Wire::exchange(self, |c| c.quiet_gets(keys))
     }
 }
 

@@ -48,10 +48,11 @@
 //!
 //! # Cost model
 //!
-//! One reused write buffer: each command is encoded into it and sent with one `write_all`. One
-//! reused read buffer (a [`ReadBuffer`] from `kvbench-core`, the one the Redis clients use too): a
-//! reply line is parsed in place, and a value's data is copied (or, what did not arrive with its
-//! header, read straight from the socket) into a `Vec` of the announced size.
+//! The connection is a [`Wire`] from `kvbench-core`, as the Redis clients' is. One reused write
+//! buffer: each command is encoded into it and sent with one `write_all`. One reused read buffer (a
+//! [`ReadBuffer`](kvbench_core::ReadBuffer)): a reply line is parsed in place, and a value's data
+//! is copied (or, what did not arrive with its header, read straight from the socket) into a `Vec`
+//! of the announced size.
 //! So a small `get` hit costs one write, one read and one allocation (the returned `Vec`); a miss
 //! allocates nothing. A `get_many` of N keys costs one write, as few reads as the reply needs,
 //! and one allocation for the result plus one per hit.
@@ -89,8 +90,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use kvbench_core::{
-    Backend, Broken, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining,
-    ReadBuffer, Result,
+    Backend, Client, ClientSpec, Endpoint, Error, Operation, Options, Pipelining, Result, Wire,
 };
 
 use crate::reply::{DATA_TRAILER, MAX_LINE_LEN, Reply, VALUE_TRAILER};
@@ -154,58 +154,41 @@ pub fn connect_unix(path: &Path, options: &Options) -> Result<TextConnection<Uni
 // ANCHOR: text_client
 /// A connection speaking the memcached text protocol over any byte stream.
 pub struct TextConnection<S> {
-    stream: S,
-    /// Reused for every command; a whole command (or pipeline chunk) goes out in one write.
-    write_buf: Vec<u8>,
-    /// Received bytes not yet parsed; also bounds the time one whole reply may take to arrive.
-    read_buf: ReadBuffer,
-    /// Set by the first error that leaves the stream out of step; the connection is not reused.
-    broken: Broken,
+    /// The stream, a reused write buffer (a whole command, or pipeline chunk, goes out in one
+    /// write), the read buffer replies are parsed in, and whether the stream is out of step.
+    wire: Wire<S>,
 }
 // ANCHOR_END: text_client
+
+/// Every exchange goes through [`Wire::exchange`], which needs the connection's [`Wire`].
+impl<S> AsMut<Wire<S>> for TextConnection<S> {
+    fn as_mut(&mut self) -> &mut Wire<S> {
+        &mut self.wire
+    }
+}
 
 impl<S: Read + Write> TextConnection<S> {
     /// Wraps a connected stream. Timeouts, if any, are the stream's own.
     pub fn new(stream: S) -> Self {
         TextConnection {
-            stream,
-            write_buf: Vec::with_capacity(1024),
-            read_buf: ReadBuffer::new(READ_BUF_LEN),
-            broken: Broken::default(),
+            wire: Wire::new(stream, 1024, READ_BUF_LEN),
         }
     }
 
-    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
-    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
-    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
+    /// Fails a reply that takes longer than `limit` to arrive in full
+    /// ([`Wire::set_reply_timeout`]); the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.read_buf.set_reply_timeout(limit);
+        self.wire.set_reply_timeout(limit);
     }
 
     /// The underlying stream, for socket options or for counting what the client did.
     pub fn stream_mut(&mut self) -> &mut S {
-        &mut self.stream
+        &mut self.wire.stream
     }
 
     /// True once an error has left the connection out of step; every call then fails at once.
     pub fn is_broken(&self) -> bool {
-        self.broken.is_broken()
-    }
-
-    // ANCHOR: text_exchange
-    /// Runs one exchange; an error that leaves the stream out of step marks the connection broken.
-    fn exchange<T>(&mut self, op: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        self.broken.check()?;
-        let result = op(self);
-        self.broken.note(result)
-    }
-    // ANCHOR_END: text_exchange
-
-    /// Writes the encoded command(s) in one `write_all`, then empties the buffer for reuse.
-    fn flush(&mut self) -> Result<()> {
-        self.stream.write_all(&self.write_buf)?;
-        self.write_buf.clear();
-        Ok(())
+        self.wire.is_broken()
     }
 
     // ANCHOR: text_read_line
@@ -213,15 +196,15 @@ impl<S: Read + Write> TextConnection<S> {
     /// consumed whatever `judge` decides. A VALUE line's data is left for
     /// [`read_value`](Self::read_value).
     fn read_line<T>(&mut self, judge: impl FnOnce(Reply, &[u8]) -> Result<T>) -> Result<T> {
-        self.read_buf.start_reply();
+        self.wire.read_buf.start_reply();
         loop {
-            let pending = self.read_buf.pending();
+            let pending = self.wire.read_buf.pending();
             if let Some((reply, len)) = reply::parse_line(pending)? {
                 let verdict = judge(reply, pending);
-                self.read_buf.consume(len);
+                self.wire.read_buf.consume(len);
                 return verdict;
             }
-            self.read_buf.fill(&mut self.stream)?;
+            self.wire.fill()?;
         }
     }
     // ANCHOR_END: text_read_line
@@ -231,15 +214,15 @@ impl<S: Read + Write> TextConnection<S> {
     /// it: `\r\nEND\r\n` after the `last` value of a reply, else its CRLF alone (inside a
     /// multi-key get, where another VALUE or the END comes next).
     fn read_value(&mut self, len: usize, last: bool) -> Result<Vec<u8>> {
-        let value = self.read_buf.take_value(&mut self.stream, len)?;
+        let value = self.wire.take_value(len)?;
         let (complete, trailer): (fn(&[u8]) -> _, _) = match last {
             true => (reply::trailer_complete, VALUE_TRAILER),
             false => (reply::data_end_complete, DATA_TRAILER),
         };
-        while !complete(self.read_buf.pending())? {
-            self.read_buf.fill(&mut self.stream)?;
+        while !complete(self.wire.read_buf.pending())? {
+            self.wire.fill()?;
         }
-        self.read_buf.consume(trailer.len());
+        self.wire.read_buf.consume(trailer.len());
         Ok(value)
     }
 
@@ -264,9 +247,9 @@ impl<S: Read + Write> TextConnection<S> {
     fn store(&mut self, key: &[u8], value: &[u8], exptime: u64) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
-        self.exchange(|c| {
-            encode_set(&mut c.write_buf, key, value, exptime);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_set(&mut c.wire.write_buf, key, value, exptime);
+            c.wire.flush()?;
             c.read_stored()
         })
     }
@@ -293,14 +276,14 @@ impl<S: Read + Write> TextConnection<S> {
             let chunk_start = sent;
             while first_error.is_none()
                 && sent < count
-                && self.write_buf.len() < CHUNK_LEN
+                && self.wire.write_buf.len() < CHUNK_LEN
                 && sent - chunk_start < CHUNK_ITEMS
             {
-                encode(&mut self.write_buf, sent);
+                encode(&mut self.wire.write_buf, sent);
                 sent += 1;
             }
             if sent > chunk_start {
-                self.flush()?;
+                self.wire.flush()?;
             }
             // ANCHOR: text_pipeline_drain
             // Then the replies to the chunk before it.
@@ -325,9 +308,9 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
     // ANCHOR: text_get
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        self.exchange(|c| {
-            encode_line(&mut c.write_buf, &[b"get ", key, b"\r\n"]);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_line(&mut c.wire.write_buf, &[b"get ", key, b"\r\n"]);
+            c.wire.flush()?;
             c.read_get(key)
         })
     }
@@ -343,9 +326,9 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
-        self.exchange(|c| {
-            encode_line(&mut c.write_buf, &[b"delete ", key, b"\r\n"]);
-            c.flush()?;
+        Wire::exchange(self, |c| {
+            encode_line(&mut c.wire.write_buf, &[b"delete ", key, b"\r\n"]);
+            c.wire.flush()?;
             c.read_line(|reply, line| match reply {
                 Reply::Deleted => Ok(true),
                 Reply::NotFound => Ok(false),
@@ -363,7 +346,9 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
             check_value(value)?;
         }
         let encode = |buf: &mut Vec<u8>, i: usize| encode_set(buf, items[i].0, items[i].1, 0);
-        self.exchange(|c| c.pipeline(items.len(), encode, |c, _| c.read_stored()))?;
+        Wire::exchange(self, |c| {
+            c.pipeline(items.len(), encode, |c, _| c.read_stored())
+        })?;
         Ok(())
     }
     // ANCHOR_END: text_set_many
@@ -372,25 +357,19 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
     fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().try_for_each(|key| check_key(key))?;
         let encode = |buf: &mut Vec<u8>, i: usize| encode_line(buf, &[b"get ", keys[i], b"\r\n"]);
-        self.exchange(|c| c.pipeline(keys.len(), encode, |c, i| c.read_get(keys[i])))
+        Wire::exchange(self, |c| {
+            c.pipeline(keys.len(), encode, |c, i| c.read_get(keys[i]))
+        })
     }
 
     // ANCHOR: text_incr
     /// `incr <key> 1`: see "Counters" in the crate docs.
     fn incr(&mut self, key: &[u8]) -> Result<i64> {
         check_key(key)?;
-        self.exchange(|c| {
-            encode_line(&mut c.write_buf, &[b"incr ", key, b" 1\r\n"]);
-            c.flush()?;
-            let key = key.escape_ascii();
-            c.read_line(|reply, line| match reply {
-                Reply::Number(n) => i64::try_from(n)
-                    .map_err(|_| Error::Server(format!("counter {key} is {n}, above i64::MAX"))),
-                Reply::NotFound => Err(Error::Server(format!("NOT_FOUND: no counter {key}"))),
-                // One line, no data block: even this (not a number) leaves the stream in step.
-                Reply::ClientError(msg) => Err(Error::Server(line[msg].escape_ascii().to_string())),
-                other => Err(error_of(other, line, "incr")),
-            })
+        Wire::exchange(self, |c| {
+            encode_line(&mut c.wire.write_buf, &[b"incr ", key, b" 1\r\n"]);
+            c.wire.flush()?;
+            c.read_line(counter_of)
         })
     }
     // ANCHOR_END: text_incr
@@ -403,12 +382,12 @@ impl<S: Read + Write + Send> Client for TextConnection<S> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        self.exchange(|c| {
-            c.write_buf.extend_from_slice(b"get");
+        Wire::exchange(self, |c| {
+            c.wire.write_buf.extend_from_slice(b"get");
             keys.iter()
-                .for_each(|key| encode_line(&mut c.write_buf, &[b" ", key]));
-            c.write_buf.extend_from_slice(b"\r\n");
-            c.flush()?;
+                .for_each(|key| encode_line(&mut c.wire.write_buf, &[b" ", key]));
+            c.wire.write_buf.extend_from_slice(b"\r\n");
+            c.wire.flush()?;
             let (mut values, mut next) = (vec![None; keys.len()], 0);
             while let Some((i, len)) = c.read_line(|reply, line| hit(reply, line, keys, next))? {
                 values[i] = Some(c.read_value(len, false)?);
@@ -474,6 +453,18 @@ pub fn error_of(reply: Reply, line: &[u8], command: &str) -> Error {
         Reply::NotStored => Error::Server("NOT_STORED".into()),
         Reply::ClientError(msg) => Error::Protocol(line[msg].escape_ascii().to_string()),
         other => Error::Protocol(format!("{other:?} answers {command}")),
+    }
+}
+
+/// The counter `incr <key> 1` left, judged from its one reply line: see "Counters" in the crate
+/// docs. `multiplexed` judges its own `incr` replies with it too.
+pub fn counter_of(reply: Reply, line: &[u8]) -> Result<i64> {
+    match reply {
+        Reply::Number(n) => i64::try_from(n)
+            .map_err(|_| Error::Server(format!("the counter is {n}, above i64::MAX"))),
+        Reply::NotFound => Err(Error::Server("NOT_FOUND: no counter".into())),
+        Reply::ClientError(msg) => Err(Error::Server(line[msg].escape_ascii().to_string())),
+        other => Err(error_of(other, line, "incr")),
     }
 }
 

@@ -36,15 +36,16 @@
 //!
 //! # Transactions
 //!
-//! `MULTI`, the SETs and `EXEC` must reach the server with nothing between them: another
-//! caller's GET inside would be queued by the server too, answered `+QUEUED` instead of its
-//! value, and its real answer would come back inside EXEC's array. So a transaction of N SETs is
-//! one [`Command::Transaction`]: its bytes go into the write buffer under the one lock, back to
-//! back, with one slot, which the reader answers only once all N + 2 replies are in — `+OK`, a
-//! `+QUEUED` per SET, then EXEC's array of one `+OK` per SET. An error reply among them
-//! (`-EXECABORT`) or a nil EXEC is the caller's [`Error::Server`]; replies of another shape fail
-//! the connection. `get_many_pipelined` queues its N GETs under one lock too, as N slots, so
-//! that one refused key queues none of them.
+//! `MULTI`, the SETs and `EXEC` must reach the server with nothing between them: another caller's
+//! GET inside would be queued by the server too, answered `+QUEUED` instead of its value, and its
+//! real answer would come back inside EXEC's array. So a transaction of N SETs is one
+//! [`Command::Transaction`]: its bytes go into the write buffer under the one lock, back to back,
+//! with one slot, which the reader answers only once all N + 2 replies are in — `+OK`, a `+QUEUED`
+//! per SET, then EXEC's array of one `+OK` per SET. They are judged as the blocking clients judge
+//! them, by their own reader: an error reply among them (`-EXECABORT`) or a nil EXEC is the
+//! caller's [`Error::Server`]; a refused `MULTI` (the SETs then ran on their own) or replies of
+//! another shape fail the connection. `get_many_pipelined` queues its N GETs under one lock too, as
+//! N slots, so that one refused key queues none of them.
 //!
 //! # Cancellation
 //!

@@ -72,3 +72,12 @@ pub trait Protocol: Clone + 'static {
 pub(crate) fn out_of_step(command: Command) -> Error {
     Error::Protocol(format!("a reply that cannot answer a {command:?} command"))
 }
+
+/// A verdict of the codec crates' own readers as an [`Answer`]: their [`Error::Server`] is the
+/// caller's own error, with the stream still in step; any other error means it is not.
+pub(crate) fn answer(verdict: Result<Answer>) -> Result<Answer> {
+    match verdict {
+        Err(Error::Server(message)) => Ok(Answer::Error(message)),
+        other => other,
+    }
+}

@@ -1,11 +1,12 @@
-//! Redis's RESP2 under the multiplexer: commands encoded and replies decoded with `kvbench-resp`,
-//! a transaction's replies judged by `kvbench_resp::blocking::read_transaction`, as the blocking
-//! clients judge them.
+//! Redis's RESP2 under the multiplexer: commands encoded and replies decoded with `kvbench-resp`;
+//! the replies with parts (`MGET`'s, `HGETALL`'s, a transaction's) judged by the blocking clients'
+//! own readers in `kvbench_resp::blocking`.
 
 use kvbench_core::{Error, ReadBuffer, Result};
+use kvbench_resp::blocking::{read_pairs, read_transaction, read_values};
 use kvbench_resp::{Reply as RespReply, encode_command};
 
-use crate::protocol::out_of_step;
+use crate::protocol::{answer, out_of_step};
 use crate::{Answer, Command, Protocol};
 
 /// Redis's RESP2, through `kvbench-resp`.
@@ -46,8 +47,22 @@ impl Protocol for Resp {
     }
 
     fn decode(read_buf: &[u8], command: Command) -> Result<Option<(Answer, usize)>> {
-        if let Command::Transaction(sets) = command {
-            return decode_transaction(read_buf, sets);
+        // Replies with parts are judged by the blocking clients' readers, once all are in.
+        match command {
+            Command::GetMany(keys) => {
+                return judged(read_buf, 1, |replies, bytes| {
+                    read_values(replies, bytes, keys).map(Answer::Values)
+                });
+            }
+            Command::HGetAll => {
+                return judged(read_buf, 1, |r, b| read_pairs(r, b).map(Answer::Pairs));
+            }
+            Command::Transaction(sets) => {
+                return judged(read_buf, sets + 2, |replies, bytes| {
+                    read_transaction(replies, bytes, sets).map(|()| Answer::Stored)
+                });
+            }
+            _ => {}
         }
         let Some((reply, len)) = kvbench_resp::decode(read_buf)? else {
             return Ok(None);
@@ -59,53 +74,34 @@ impl Protocol for Resp {
             (Command::Delete | Command::Incr | Command::HSet, RespReply::Integer(n)) => {
                 Answer::Integer(n)
             }
-            (Command::GetMany(keys), RespReply::Array(Some(items))) if items.len() == keys => {
-                let values: Option<_> = items.into_iter().map(bulk).collect();
-                Answer::Values(values.ok_or_else(|| out_of_step(command))?)
-            }
-            (Command::HGetAll, RespReply::Array(Some(items))) if items.len() % 2 == 0 => {
-                let fields: Option<Vec<_>> = items.into_iter().map(|item| bulk(item)?).collect();
-                let mut fields = fields.ok_or_else(|| out_of_step(command))?.into_iter();
-                Answer::Pairs(
-                    std::iter::from_fn(|| Some((fields.next()?, fields.next()?))).collect(),
-                )
-            }
             _ => return Err(out_of_step(command)),
         };
         Ok(Some((answer, len)))
     }
 }
 
-/// A bulk string's bytes (`None` for a nil), or `None` for any other reply.
-fn bulk(reply: RespReply) -> Option<Option<Vec<u8>>> {
-    match reply {
-        RespReply::Bulk(value) => Some(value),
-        _ => None,
-    }
-}
-
-// ANCHOR: mux_decode_transaction
-/// The N + 2 replies to a transaction of N SETs — MULTI's `+OK`, a `+QUEUED` per SET, then
-/// EXEC's array of one `+OK` per SET — once all are in (`None` before), judged by
-/// [`read_transaction`](kvbench_resp::blocking::read_transaction), the blocking clients' reader:
-/// its [`Error::Server`] (a SET refused while queued, EXEC's `-EXECABORT`, a nil EXEC) is the
-/// caller's error with the stream still in step; any other error means the stream is not.
-fn decode_transaction(read_buf: &[u8], sets: usize) -> Result<Option<(Answer, usize)>> {
+// ANCHOR: mux_judged
+/// The `count` replies at the start of `read_buf` (a transaction's N + 2, or one array), once all
+/// are in (`None` before), judged by `read`: one of `kvbench_resp::blocking`'s readers, over the
+/// bytes in hand, so that these replies obey the same rules as in the blocking clients (a SET
+/// refused while queued, EXEC's `-EXECABORT` or nil, an array of the wrong length, a nil among a
+/// hash's fields). The price is a copy of those bytes into the reader's buffer.
+fn judged(
+    read_buf: &[u8],
+    count: usize,
+    read: impl FnOnce(&mut ReadBuffer, &mut &[u8]) -> Result<Answer>,
+) -> Result<Option<(Answer, usize)>> {
     let mut len = 0;
-    for _ in 0..sets + 2 {
+    for _ in 0..count {
         let Some(reply_len) = kvbench_resp::check(&read_buf[len..])? else {
             return Ok(None);
         };
         len += reply_len;
     }
     let mut replies = ReadBuffer::new(len);
-    let judged =
-        kvbench_resp::blocking::read_transaction(&mut replies, &mut &read_buf[..len], sets);
-    let answer = match judged {
-        Ok(()) => Answer::Stored,
-        Err(Error::Server(message)) => Answer::Error(message),
-        Err(err) => return Err(err),
-    };
-    Ok(Some((answer, len)))
+    Ok(Some((
+        answer(read(&mut replies, &mut &read_buf[..len]))?,
+        len,
+    )))
 }
-// ANCHOR_END: mux_decode_transaction
+// ANCHOR_END: mux_judged

@@ -4,8 +4,11 @@
 
 use kvbench_core::{Error, Result};
 use kvbench_memcached_reply::{self as reply, Reply as TextReply};
-use kvbench_memcached_text::{check_key, check_value, encode_line, encode_set, error_of, exptime};
+use kvbench_memcached_text::{
+    check_key, check_value, counter_of, encode_line, encode_set, error_of, exptime,
+};
 
+use crate::protocol::answer;
 use crate::{Answer, Command, Protocol};
 
 /// memcached's text protocol, through `kvbench-memcached-reply` (and `memcached-text`'s checks:
@@ -53,22 +56,11 @@ impl Protocol for Text {
             (Command::Set(_), TextReply::Stored) => Answer::Stored,
             (Command::Delete, TextReply::Deleted) => Answer::Integer(1),
             (Command::Delete, TextReply::NotFound) => Answer::Integer(0),
-            (Command::Incr, TextReply::Number(value)) => match i64::try_from(value) {
-                Ok(value) => Answer::Integer(value),
-                Err(_) => Answer::Error(format!("the counter is {value}, above i64::MAX")),
-            },
-            (Command::Incr, TextReply::NotFound) => Answer::Error("NOT_FOUND: no counter".into()),
-            // A counter command is one line with no data block: even this error (a value that is
-            // not a number) leaves the stream in step.
-            (Command::Incr, TextReply::ClientError(message)) => {
-                Answer::Error(read_buf[message].escape_ascii().to_string())
-            }
-            // Any other reply, as `memcached-text` judges it: an error line whose command was
-            // read whole (`SERVER_ERROR`, `NOT_STORED`) is the caller's, the rest out of step.
-            (_, other) => match error_of(other, read_buf, &format!("{command:?}")) {
-                Error::Server(message) => Answer::Error(message),
-                err => return Err(err),
-            },
+            // A counter, and any other reply, as `memcached-text` judges it: an error line whose
+            // command was read whole (`SERVER_ERROR`, `NOT_STORED`) is the caller's, the rest is
+            // out of step.
+            (Command::Incr, reply) => answer(counter_of(reply, read_buf).map(Answer::Integer))?,
+            (_, other) => answer(Err(error_of(other, read_buf, &format!("{command:?}"))))?,
         };
         Ok(Some((answer, len)))
     }

@@ -432,6 +432,9 @@ fn an_exec_reply_that_does_not_match_the_transaction_breaks_the_connection() {
             format!("{queued}*2\r\n+OK\r\n:1\r\n"), // not an OK
             "+OK\r\n+OK\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n".into(), // a SET not queued
             "+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n".into(),
+            // MULTI refused: the SETs ran on their own, and EXEC has no transaction.
+            "-ERR MULTI calls can not be nested\r\n+OK\r\n+OK\r\n-ERR EXEC without MULTI\r\n"
+                .into(),
         ] {
             let (result, client) = scripted_transaction(replies.as_bytes()).await;
             assert!(

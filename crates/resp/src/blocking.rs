@@ -1,15 +1,15 @@
 //! The codec's blocking I/O half: [`Connection`], the one connection type every blocking
 //! hand-written Redis client is built on (all but `multiplexed`, which uses only the codec).
 //!
-//! The codec above parses bytes it is handed; this module moves them. A [`Connection`] owns a
-//! blocking stream, a reused write buffer and a reused [`ReadBuffer`] (from `kvbench-core`, the
-//! one `memcached-text` reads with too). It sends a command, reads its reply with one of the
-//! readers in `blocking/read.rs` ([`read_value`], [`read_status`], …: a header line parsed in
-//! place, a bulk's data read by its length), and marks itself [`Broken`] after any error that can
-//! leave it out of step. The one thing the clients differ in — how a command becomes bytes on the
-//! socket — is a type parameter, an [`Encoding`]: [`MultiBulk`] here (one `write` per command:
-//! `raw-tcp`, `raw-unix`, `buffered`), one `write` per token (`raw-tcp`'s `per-token` specs) or
-//! the inline form (`inline`).
+//! The codec above parses bytes it is handed; this module moves them. A [`Connection`] is a
+//! [`Wire`] from `kvbench-core` (a blocking stream, a reused write buffer and a reused
+//! [`ReadBuffer`], as the memcached clients' are) with an encoding. It sends a command, reads its
+//! reply with one of the readers in `blocking/read.rs` ([`read_value`], [`read_status`], …: a
+//! header line parsed in place, a bulk's data read by its length), and marks itself
+//! [`Broken`](kvbench_core::Broken) after any error that can leave it out of step. The one thing
+//! the clients differ in — how a command becomes bytes on the socket — is a type parameter, an
+//! [`Encoding`]: [`MultiBulk`] here (one `write` per command: `raw-tcp`, `raw-unix`, `buffered`),
+//! one `write` per token (`raw-tcp`'s `per-token` specs) or the inline form (`inline`).
 //!
 //! Beyond GET, SET and DEL it implements the contract's optional operations, one round trip per
 //! command: `INCR`, `MGET`, `HSET key f v …`, `HGETALL`, and a transaction as `MULTI`, one `SET`
@@ -26,12 +26,15 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use kvbench_core::{Broken, Client, Endpoint, Options, ReadBuffer, Result};
+use kvbench_core::{Client, Endpoint, Options, ReadBuffer, Result, Wire};
 
 mod read;
 
-pub use read::{read_each, read_reply, read_status, read_statuses, read_transaction, read_value};
-use read::{read_exec, read_integer, read_pairs, read_values};
+pub use read::{
+    read_each, read_pairs, read_reply, read_status, read_statuses, read_transaction, read_value,
+    read_values,
+};
+use read::{read_exec, read_integer};
 
 /// Size of the reused [`ReadBuffer`]. It must exceed [`MAX_LINE_LEN`](crate::MAX_LINE_LEN) so
 /// that an over-long header line is reported as malformed instead of filling the buffer forever.
@@ -65,44 +68,34 @@ impl Encoding for MultiBulk {
 // ANCHOR: resp_blocking_connection
 /// A RESP2 connection over any blocking byte stream, sending commands in encoding `E`.
 pub struct Connection<S, E> {
-    stream: S,
+    /// The stream, a write buffer reused for every command (encoding never allocates once it has
+    /// grown), the read buffer replies are parsed in, and whether the stream is out of step.
+    wire: Wire<S>,
     encoding: E,
-    /// Reused for every command: encoding never allocates once it has grown.
-    write_buf: Vec<u8>,
-    /// Reused for every reply; also bounds the time one whole reply may take to arrive.
-    read_buf: ReadBuffer,
-    /// Set by the first error that leaves us unsure where the next reply starts.
-    broken: Broken,
 }
 // ANCHOR_END: resp_blocking_connection
 
 impl<S: Read + Write, E: Encoding> Connection<S, E> {
     /// Wraps a connected stream (timeouts are the caller's to set on it).
     pub fn new(stream: S, encoding: E) -> Self {
-        Connection {
-            stream,
-            encoding,
-            write_buf: Vec::with_capacity(256),
-            read_buf: ReadBuffer::new(READ_BUF_LEN),
-            broken: Broken::default(),
-        }
+        let wire = Wire::new(stream, 256, READ_BUF_LEN);
+        Connection { wire, encoding }
     }
 
-    /// Fails a reply that takes longer than `limit` to arrive in full, however steadily its bytes
-    /// trickle in. `None` (the default for [`new`](Self::new)) leaves only the stream's own
-    /// per-read timeout; the connect functions set the [`Options::read_timeout`].
+    /// Fails a reply that takes longer than `limit` to arrive in full
+    /// ([`Wire::set_reply_timeout`]); the connect functions set the [`Options::read_timeout`].
     pub fn set_reply_timeout(&mut self, limit: Option<Duration>) {
-        self.read_buf.set_reply_timeout(limit);
+        self.wire.set_reply_timeout(limit);
     }
 
     /// The underlying stream.
     pub fn stream(&self) -> &S {
-        &self.stream
+        &self.wire.stream
     }
 
     /// True once an error has left the connection out of step; every call then fails at once.
     pub fn is_broken(&self) -> bool {
-        self.broken.is_broken()
+        self.wire.broken.is_broken()
     }
 
     /// Runs `op` on the stream and both buffers, unless the connection is broken; an error that
@@ -112,9 +105,13 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
         &mut self,
         op: impl FnOnce(&mut S, &mut Vec<u8>, &mut ReadBuffer) -> Result<T>,
     ) -> Result<T> {
-        self.broken.check()?;
-        let result = op(&mut self.stream, &mut self.write_buf, &mut self.read_buf);
-        self.broken.note(result)
+        self.wire.broken.check()?;
+        let result = op(
+            &mut self.wire.stream,
+            &mut self.wire.write_buf,
+            &mut self.wire.read_buf,
+        );
+        self.wire.broken.note(result)
     }
 
     // ANCHOR: resp_blocking_pipeline
@@ -144,12 +141,12 @@ impl<S: Read + Write, E: Encoding> Connection<S, E> {
         args: &[&[u8]],
         read: impl FnOnce(&mut ReadBuffer, &mut S) -> Result<T>,
     ) -> Result<T> {
-        self.broken.check()?;
-        self.read_buf.start_reply();
+        self.wire.broken.check()?;
+        self.wire.read_buf.start_reply();
         let result = (self.encoding)
-            .send(&mut self.stream, &mut self.write_buf, args)
-            .and_then(|()| read(&mut self.read_buf, &mut self.stream));
-        self.broken.note(result)
+            .send(&mut self.wire.stream, &mut self.wire.write_buf, args)
+            .and_then(|()| read(&mut self.wire.read_buf, &mut self.wire.stream));
+        self.wire.broken.note(result)
     }
     // ANCHOR_END: resp_blocking_call_with
 

@@ -212,7 +212,7 @@ pub fn read_each<S: Read, T>(
 
 /// Reads MGET's reply to `count` keys: an array of exactly `count` bulks or nils, in the keys'
 /// order. Another count is [`Error::Protocol`], before anything is allocated.
-pub(super) fn read_values(
+pub fn read_values(
     read_buf: &mut ReadBuffer,
     stream: &mut impl Read,
     count: usize,
@@ -227,7 +227,7 @@ pub(super) fn read_values(
 /// Reads HGETALL's reply: an array of fields and values, alternating (empty for a missing key).
 /// An odd count, or a nil where a field or value should be, is [`Error::Protocol`]; an error
 /// reply (`WRONGTYPE`) is [`Error::Server`].
-pub(super) fn read_pairs(
+pub fn read_pairs(
     read_buf: &mut ReadBuffer,
     stream: &mut impl Read,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
