@@ -8,12 +8,15 @@ CARGO ?= cargo
 setup:
 	@bash bench-suite/setup.sh
 
+## The test build's features: the fault-injection hook (`KVBENCH_FAULT_STOP_SERVER`, inert unless
+## set) for the whole-run fault test, in the one build every test step shares.
+TEST_FEATURES := --features kvbench-bench-suite/fault-injection
+
 ## Formatting, lints, then every test (unit, decoder, private servers, conformance kit), then
 ## every (cell, client) pair of the bench matrix once, verification included.
 test: setup lint
 	@$(CARGO) run -q -p kvbench-servers --bin kvbench-servers-check
-	$(CARGO) test --workspace
-	$(CARGO) test -p kvbench-bench-suite --features fault-injection --test fault
+	$(CARGO) test --workspace $(TEST_FEATURES)
 	$(MAKE) --no-print-directory bench-smoke
 
 ## The benchmark matrix. Settings (environment): PLACEMENT=same-core|split|none,
@@ -48,9 +51,10 @@ bench-plan:
 	@MODE=$(or $(MODE),full) $(CARGO) run -q -p kvbench-bench-suite --bin kvbench-matrix -- --bench --list
 
 ## Every (cell, client) pair once, verification included, with the test build (no release
-## build needed): criterion runs in test mode when started without --bench.
+## build needed): criterion runs in test mode when started without --bench. The same workspace
+## and features as `make test`'s build, so that it reuses that build rather than making another.
 bench-smoke: setup
-	$(CARGO) test -p kvbench-bench-suite --bench matrix
+	$(CARGO) test --workspace $(TEST_FEATURES) --bench matrix
 
 ## Rewrites reports/results.schema.json from the result types (kvbench-results).
 schema:

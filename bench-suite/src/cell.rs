@@ -402,6 +402,11 @@ fn rounds(
     let mut rng =
         fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
     let sparse_interval = visit.rounds.budget / policy.tool_runs.max(1);
+    // The runs a sparse contender waits for: memaslap's take seconds each.
+    let min_runs = |entry: &Entry| match entry.live.name {
+        crate::baselines::MEMASLAP => policy.min_memaslap_runs,
+        _ => policy.min_tool_runs,
+    };
     let sparse: Vec<bool> = entries.iter().map(|(_, e)| is_sparse(e, visit)).collect();
     // When each contender last ran, in the dense contenders' time.
     let mut last_run: Vec<Option<Duration>> = vec![None; entries.len()];
@@ -436,7 +441,7 @@ fn rounds(
             let dense = started.elapsed() - sparse_time;
             let waits = last_run[at].is_some_and(|last| dense - last < sparse_interval);
             let has_enough =
-                entry.blocks.len() as u32 >= policy.min_tool_runs && dense >= visit.rounds.budget;
+                entry.blocks.len() as u32 >= min_runs(entry) && dense >= visit.rounds.budget;
             if !entry.row.is_ok() || (sparse[at] && (waits || has_enough)) {
                 continue;
             }
@@ -460,7 +465,7 @@ fn rounds(
         done = round + 1;
         let tools_done = (entries.iter().zip(&sparse))
             .filter(|((_, e), sparse)| **sparse && e.row.is_ok())
-            .all(|((_, e), _)| e.blocks.len() as u32 >= policy.min_tool_runs);
+            .all(|((_, e), _)| e.blocks.len() as u32 >= min_runs(e));
         let spent = started.elapsed() - sparse_time;
         if done >= visit.rounds.min && spent >= visit.rounds.budget && tools_done {
             break;

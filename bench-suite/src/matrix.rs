@@ -406,6 +406,8 @@ pub struct Policy {
     pub tool_runs: u32,
     /// Runs of a baseline tool a visit waits for, past its budget if need be.
     pub min_tool_runs: u32,
+    /// The same for memaslap, whose runs take two seconds (four with many callers).
+    pub min_memaslap_runs: u32,
     /// Whether the reference contender is timed a second time in the same rounds (the A/A
     /// check); without it, verdicts use the prior A/A figure instead. It costs one block per
     /// round, so every mode has it.
@@ -417,6 +419,9 @@ pub struct Policy {
     pub cost_pass_divisor: u64,
     /// The most cost-pass calls of a client slow by design (about 40 ms a round trip).
     pub slow_client_calls: u64,
+    /// Cost-pass calls each caller makes at least in a many-caller cell (its percentiles pool
+    /// every caller's calls).
+    pub cost_pass_calls_per_caller: u64,
     /// Callers in flight in the concurrency cells (`CONCURRENCY` overrides); a test run
     /// exercises every model at the larger level only.
     pub concurrency: &'static [usize],
@@ -433,10 +438,12 @@ pub const FULL: Policy = Policy {
     round_budget_deep: Duration::from_secs(20),
     tool_runs: 8,
     min_tool_runs: 5,
+    min_memaslap_runs: 5,
     aa: true,
     cost_pass_seconds: 0.5,
     cost_pass_divisor: 1,
     slow_client_calls: 50,
+    cost_pass_calls_per_caller: 20,
     concurrency: &[16, 256],
 };
 
@@ -451,10 +458,12 @@ pub const QUICK: Policy = Policy {
     round_budget_deep: Duration::from_secs(2),
     tool_runs: 4,
     min_tool_runs: 3,
+    min_memaslap_runs: 3,
     aa: true,
     cost_pass_seconds: 0.1,
     cost_pass_divisor: 2,
     slow_client_calls: 10,
+    cost_pass_calls_per_caller: 20,
     concurrency: &[256],
 };
 
@@ -470,10 +479,13 @@ pub const TEST: Policy = Policy {
     round_budget_deep: Duration::ZERO,
     tool_runs: 3,
     min_tool_runs: 3,
+    // One shows that it runs: three took a third of a smoke run's time.
+    min_memaslap_runs: 1,
     aa: true,
-    cost_pass_seconds: 0.5,
+    cost_pass_seconds: 0.05,
     cost_pass_divisor: 500,
     slow_client_calls: 10,
+    cost_pass_calls_per_caller: 2,
     concurrency: &[256],
 };
 

@@ -178,9 +178,9 @@ pub fn cost_calls(cell: &Cell, mode: Mode) -> u64 {
     };
     let calls = calls.div_ceil(mode.policy().cost_pass_divisor);
     match cell.concurrency {
-        // Shared out among the callers, at least 20 each (percentiles).
+        // Shared out among the callers, at least a few each (percentiles).
         1 => calls,
-        callers => (calls / callers as u64).max(20),
+        callers => (calls / callers as u64).max(mode.policy().cost_pass_calls_per_caller),
     }
 }
 
