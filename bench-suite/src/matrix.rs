@@ -164,9 +164,13 @@ fn concurrency_cells(ops: &[(Op, usize)], callers: &[usize]) -> Vec<Cell> {
 /// Callers of the open-loop cells.
 pub const OPEN_CALLERS: usize = 256;
 
-/// The open-loop cells ([`crate::open_loop`]): GET 3 B over TCP with [`OPEN_CALLERS`] callers
-/// sharing each offered rate of a ladder, on each of `backends`.
-fn open_cells(backends: &[Backend]) -> Vec<Cell> {
+/// Callers of the second Redis open-loop cell (in a run whose `callers` include it, as a full
+/// run's do): the curve's low end, where a thread per caller has few threads to switch between.
+pub const OPEN_FEW_CALLERS: usize = 16;
+
+/// The open-loop cells ([`crate::open_loop`]): GET 3 B over TCP with `callers` callers sharing
+/// each offered rate of a ladder, on each of `backends`.
+fn open_cells(backends: &[Backend], callers: usize) -> Vec<Cell> {
     (backends.iter())
         .map(|&backend| Cell {
             backend,
@@ -174,7 +178,7 @@ fn open_cells(backends: &[Backend]) -> Vec<Cell> {
             value_size: 3,
             pipeline: 1,
             transport: Transport::Tcp,
-            concurrency: OPEN_CALLERS,
+            concurrency: callers,
             open: true,
         })
         .collect()
@@ -235,7 +239,8 @@ pub const CLUSTER_GET_KEYS: usize = 30;
 /// pipelined SET at depths 1,000 / 100,000 / 1,000,000; the optional operations (INCR,
 /// `get_many` both ways, hash, transaction three ways); then GET 3 B and SET 3 B with each
 /// number of `callers` in flight; TCP and Unix; Redis and memcached; GET 3 B over TCP in an
-/// open loop on both backends; then the Redis Cluster's cells.
+/// open loop on both backends with 256 callers, and on Redis with 16 when 16 is among `callers`
+/// (a full run's default); then the Redis Cluster's cells.
 pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     let mut cells = cells_for(&[
         (Op::Get, 3, 1),
@@ -252,7 +257,13 @@ pub fn full_matrix(callers: &[usize]) -> Vec<Cell> {
     ]);
     cells.extend(operation_cells());
     cells.extend(concurrency_cells(&[(Op::Get, 3), (Op::Set, 3)], callers));
-    cells.extend(open_cells(&[Backend::Redis, Backend::Memcached]));
+    cells.extend(open_cells(
+        &[Backend::Redis, Backend::Memcached],
+        OPEN_CALLERS,
+    ));
+    if callers.contains(&OPEN_FEW_CALLERS) {
+        cells.extend(open_cells(&[Backend::Redis], OPEN_FEW_CALLERS));
+    }
     cells.extend(cluster_cells());
     cells
 }
@@ -280,7 +291,7 @@ pub fn quick_matrix(callers: &[usize]) -> Vec<Cell> {
             .filter(tcp),
     );
     cells.extend(concurrency_cells(&[(Op::Get, 3)], callers));
-    cells.extend(open_cells(&[Backend::Redis]));
+    cells.extend(open_cells(&[Backend::Redis], OPEN_CALLERS));
     cells.extend(cluster_cells());
     cells
 }
@@ -756,7 +767,8 @@ mod tests {
         // 28 cells of the optional operations: INCR and get_many (two ways, two sizes) on both
         // backends, the hash and three transaction ways on Redis; each over TCP and Unix. Then
         // 3 of the Redis Cluster and the single server's pipeline of the same keys, over TCP.
-        assert_eq!(cells.len(), 44 + 28 + 16 + 2 + 3 + 1);
+        // The open loops: both backends with 256 callers, Redis with 16.
+        assert_eq!(cells.len(), 44 + 28 + 16 + (2 + 1) + 3 + 1);
         let ids: std::collections::HashSet<_> = cells.iter().map(Cell::id).collect();
         assert_eq!(ids.len(), cells.len());
         for id in [
@@ -789,6 +801,7 @@ mod tests {
         assert!(ids.contains("memcached/set/3B/unix/c16"));
         assert!(ids.contains("redis/get/3B/tcp/c256"));
         assert!(ids.contains("redis/get/3B/tcp/c256/open"));
+        assert!(ids.contains("redis/get/3B/tcp/c16/open"));
         assert!(ids.contains("memcached/get/3B/tcp/c256/open"));
         assert!(ids.contains("redis-cluster/pipeline_set/100000/tcp"));
         assert!(ids.contains("redis/pipeline_set_distinct/100000/tcp"));

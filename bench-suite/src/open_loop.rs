@@ -27,12 +27,12 @@
 //! *thread* did the same at first: its wake-ups had to cross threads into the runtime, and the
 //! floor's p99 was 3-4 ms at 4,000 requests a second, where the threads' was 0.1-0.4 ms.)
 //!
-//! The cells ([`run`]): `redis/get/3B/tcp/c256/open` and `memcached/get/3B/tcp/c256/open`, each
-//! client over a geometric ladder of offered rates ([`ladder`]), the same ladder for every
-//! client and run, one row per (client, rate). Rates climb; each rate runs every client in a
-//! fresh random order, so a slow period of the machine falls on several clients. Once a client
-//! is saturated, its higher rates are recorded as saturated without running (their rows say
-//! so).
+//! The cells ([`run`]): `redis/get/3B/tcp/c256/open` and `memcached/get/3B/tcp/c256/open` (and, in
+//! a full run, `redis/get/3B/tcp/c16/open`, the curve's low end), each client over a geometric
+//! ladder of offered rates ([`ladder`]), the same ladder for every client and run, one row per
+//! (client, rate). Rates climb; each rate runs every client in a fresh random order, so a slow
+//! period of the machine falls on several clients. Once a client is saturated, its higher rates are
+//! recorded as saturated without running (their rows say so).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;

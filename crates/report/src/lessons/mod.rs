@@ -685,8 +685,9 @@ fn paired_with(run: Which, row: &Row, other_run: Which, other: &Row) -> Option<P
 }
 
 /// The open-loop cells a lesson can quote (`open[...]`, `closed_vs_open[...]`).
-pub const OPEN_CELLS: [&str; 2] = [
+pub const OPEN_CELLS: [&str; 3] = [
     "redis/get/3B/tcp/c256/open",
+    "redis/get/3B/tcp/c16/open",
     "memcached/get/3B/tcp/c256/open",
 ];
 
