@@ -10,9 +10,9 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use kvbench_core::{Backend, ClientSpec, Endpoint, Transport};
@@ -441,40 +441,13 @@ fn run_tool(program: &str, package: &str, cpu: Option<usize>, args: &[String]) -
         }
         None => Command::new(program),
     };
-    let mut child = command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    command.args(args);
+    let finished = crate::child::run_within(&mut command, TOOL_DEADLINE)
         .with_context(|| format!("running {program} (apt-get install {package})"))?;
-    // Read both pipes while it runs, so that a full pipe cannot stall it.
-    let mut stdout_pipe = child.stdout.take().context("piped stdout")?;
-    let mut stderr_pipe = child.stderr.take().context("piped stderr")?;
-    let stdout_reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stdout_pipe.read_to_end(&mut text);
-        text
-    });
-    let stderr_reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stderr_pipe.read_to_end(&mut text);
-        text
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if started.elapsed() > TOOL_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("{program} ran for more than {TOOL_DEADLINE:?} and was stopped");
-        }
-        std::thread::sleep(Duration::from_millis(2));
+    let Some(status) = finished.status else {
+        bail!("{program} ran for more than {TOOL_DEADLINE:?} and was stopped");
     };
-    let stdout = String::from_utf8_lossy(&stdout_reader.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&stderr_reader.join().unwrap_or_default()).into_owned();
+    let (stdout, stderr) = (finished.stdout, finished.stderr);
     if !status.success() {
         // memcaslap explains itself on standard output, redis-benchmark on standard error.
         bail!("{program} failed: {} {}", stderr.trim(), stdout.trim());

@@ -241,38 +241,20 @@ impl Valgrind {
         static CHILDREN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let child = CHILDREN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let out = dir.join(format!("callgrind.{}.{child}.out", std::process::id()));
-        let mut child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(["--tool=callgrind", "--dump-before=kvbench_count_phase"])
             .arg(format!("--callgrind-out-file={}", out.display()))
             // valgrind's default of 500 threads is too few for a pool's helper threads beside
             // 256 callers' own.
             .arg(format!("--max-threads={}", 500 + 4 * job.callers))
             .arg(program)
-            .env(COUNT_VAR, json)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
+            .env(COUNT_VAR, json);
+        let finished = crate::child::run_within(&mut command, RUN_DEADLINE)
             .map_err(|err| format!("starting valgrind: {err}"))?;
-        let mut stderr = child.stderr.take().expect("piped");
-        let reader = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-            text
-        });
-        let started = std::time::Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(|err| err.to_string())? {
-                break Some(status);
-            }
-            if started.elapsed() > RUN_DEADLINE {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        .ok_or_else(|| format!("a counted child took over {RUN_DEADLINE:?}"));
-        let text = reader.join().unwrap_or_default();
+        let status =
+            (finished.status).ok_or_else(|| format!("a counted child took over {RUN_DEADLINE:?}"));
+        let text = finished.stderr;
         // Dump k (from 1) holds what ran before the k-th mark: 1 is the start, then each
         // phase's empty round and its round of calls.
         let read = |k: usize| -> Result<Dump, String> {

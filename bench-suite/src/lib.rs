@@ -15,6 +15,7 @@
 pub mod baselines;
 pub mod callers;
 pub mod cell;
+pub mod child;
 pub mod contender;
 pub mod costs;
 pub mod count;

@@ -3,8 +3,8 @@
 #![allow(dead_code)] // Each test binary uses a different part.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 use kvbench_bench_suite::results::{Results, Row};
 /// A whole `--test` run takes seconds; a hang must fail the test, not stall CI.
@@ -32,28 +32,16 @@ pub fn run_matrix(name: &str, env: &[(&str, String)]) -> Run {
         .env_remove(kvbench_bench_suite::network_floor::TREAT_AS_REMOTE_VAR)
         .env_remove("CLIENTS")
         .env_remove("CELLS")
-        .env_remove("MODE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env_remove("MODE");
     for (key, value) in env {
         command.env(key, value);
     }
-    let mut child = command.spawn().expect("start kvbench-matrix");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for kvbench-matrix") {
-            break status;
-        }
-        if started.elapsed() > RUN_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("kvbench-matrix ran for more than {RUN_DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let finished = kvbench_bench_suite::child::run_within(&mut command, RUN_DEADLINE)
+        .expect("start kvbench-matrix");
+    let Some(status) = finished.status else {
+        panic!("kvbench-matrix ran for more than {RUN_DEADLINE:?}");
     };
-    let stderr = reader.join().unwrap_or_default();
+    let stderr = finished.stderr;
     let path = reports.join(name).join("results.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|err| panic!("{}: {err}\nstderr:\n{stderr}", path.display()));
