@@ -65,6 +65,7 @@ use kvbench_core::{
     Result,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
+use kvbench_resp::encode_set;
 
 /// [`Client::set_many`] writes commands in chunks of at least this many bytes (one `write` each;
 /// a chunk holds whole commands, so one large value makes one large chunk). Big enough that the
@@ -142,26 +143,6 @@ fn encode_chunk(write_buf: &mut Vec<u8>, items: &[(&[u8], &[u8])]) -> usize {
     taken
 }
 // ANCHOR_END: buffered_chunks
-
-/// Appends `SET key value` in multi-bulk form: the same bytes as
-/// `kvbench_resp::encode_command(write_buf, &[b"SET", key, value])` (a test checks), with the constant
-/// head written as one slice and two numbers formatted instead of four. This is the pipeline's
-/// hot loop; the specialisation halves its cost.
-// ANCHOR: encode_set
-fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
-    // *3\r\n$3\r\nSET\r\n$<len>\r\n<key>\r\n$<len>\r\n<value>\r\n
-    let mut len = itoa::Buffer::new();
-    write_buf.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$");
-    write_buf.extend_from_slice(len.format(key.len()).as_bytes());
-    write_buf.extend_from_slice(b"\r\n");
-    write_buf.extend_from_slice(key);
-    write_buf.extend_from_slice(b"\r\n$");
-    write_buf.extend_from_slice(len.format(value.len()).as_bytes());
-    write_buf.extend_from_slice(b"\r\n");
-    write_buf.extend_from_slice(value);
-    write_buf.extend_from_slice(b"\r\n");
-}
-// ANCHOR_END: encode_set
 
 /// Writes the chunk already in `write_buf` (holding `items[..done]`), then encodes and writes the
 /// rest, one chunk per write.
@@ -360,17 +341,6 @@ pub const SPEC: ClientSpec = ClientSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encode_set_writes_what_the_codec_writes() {
-        let long = vec![b'\n'; 12345];
-        for (key, value) in [(&b"foo"[..], &b"bar"[..]), (b"", b""), (b"k\r\n", &long)] {
-            let (mut fast, mut codec) = (Vec::new(), Vec::new());
-            encode_set(&mut fast, key, value);
-            kvbench_resp::encode_command(&mut codec, &[b"SET", key, value]);
-            assert_eq!(fast, codec);
-        }
-    }
 
     #[test]
     fn chunks_hold_whole_commands_and_at_least_chunk_len() {

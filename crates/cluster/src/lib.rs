@@ -53,7 +53,7 @@ use kvbench_core::{
     Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
-use kvbench_resp::encode_command;
+use kvbench_resp::{encode_command, encode_set};
 
 mod map;
 
@@ -335,7 +335,7 @@ impl Client for ClusterClient {
         let keys: Vec<&[u8]> = items.iter().map(|&(key, _)| key).collect();
         let stored = self.scatter(
             &keys,
-            |write_buf, i| encode_command(write_buf, &[b"SET", items[i].0, items[i].1]),
+            |write_buf, i| encode_set(write_buf, items[i].0, items[i].1),
             |read_buf, stream| blocking::read_status(read_buf, stream, "OK"),
         )?;
         // The items a node redirected: one at a time, each following its redirections.

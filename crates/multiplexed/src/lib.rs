@@ -65,21 +65,24 @@
 //! The [timeout rules](kvbench_core::Options#timeouts) every client follows hold here as timers:
 //! a call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
 //! later reply fails the connection, as a read timeout does in every hand-written client:
-//! replies come in order, so every caller behind the late one is stuck too. Each batch's `write`
-//! gets at most [`Options::write_timeout`]. The connection is opened as every hand-written client
-//! opens it (`kvbench-core`'s blocking connect within [`Options::connect_timeout`], `TCP_NODELAY`
-//! on); its socket's own timeouts are set as theirs are, but a non-blocking socket never waits on
-//! them: the timers above do the bounding.
+//! replies come in order, so every caller behind the late one is stuck too. That order also
+//! means one timer is enough: the oldest slot's reply is always the first one due, so the reader
+//! watches that deadline alone, and a call pays for a clock reading, not for a timer set and
+//! cleared (`read_more`). Each batch's `write` gets at most [`Options::write_timeout`], with a
+//! timer armed only when the write has to wait. The connection is opened as every hand-written
+//! client opens it (`kvbench-core`'s blocking connect within [`Options::connect_timeout`],
+//! `TCP_NODELAY` on); its socket's own timeouts are set as theirs are, but a non-blocking socket
+//! never waits on them: the timers above do the bounding.
 //!
 //! # Cost model and faces
 //!
-//! Per call: a oneshot (one allocation), a lock, a wake-up of the writer, a timer, the hop
-//! through the reader; a GET hit allocates its value (memcached: its echoed key too). Per batch:
-//! one `write`; per `read`: as many replies as have arrived. A reply of many parts (`MGET`'s
-//! array, a multi-key get's blocks, a transaction's replies) is decoded again from its start
-//! each time more of it arrives, and answered once it is whole. `set_many` goes through the same
-//! queue with at most [`SET_MANY_WINDOW`] commands ([`SET_MANY_WINDOW_BYTES`]) awaiting replies,
-//! so its memory does not grow with the batch.
+//! Per call: a oneshot (one allocation), a lock, a clock reading, a wake-up of the writer, the
+//! hop through the reader; a GET hit allocates its value (memcached: its echoed key too). Per
+//! batch: one `write`; per `read`: as many replies as have arrived. A reply of many parts
+//! (`MGET`'s array, a multi-key get's blocks, a transaction's replies) is decoded again from its
+//! start each time more of it arrives, and answered once it is whole. `set_many` goes through
+//! the same queue with at most [`SET_MANY_WINDOW`] commands ([`SET_MANY_WINDOW_BYTES`])
+//! awaiting replies, so its memory does not grow with the batch.
 //!
 //! [`Multiplexed`] is the handle, natively async on the tokio runtime it was connected on (a
 //! current-thread one is enough): each caller gets a clone, as from the specs' `connect_shared`.
@@ -99,9 +102,12 @@ pub use spec::{SPEC, SPEC_MEMCACHED};
 pub use text::Text;
 
 use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::io;
 use std::marker::PhantomData;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use kvbench_core::{Broken, Endpoint, Error, Options, Result};
@@ -109,7 +115,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
-use tokio::time::timeout;
+use tokio::time::{Instant, Sleep, sleep, timeout};
 
 /// Room made for each `read`; the read buffer grows beyond it only for a larger reply.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -124,14 +130,22 @@ pub const SET_MANY_WINDOW_BYTES: usize = 1 << 20;
 /// Where a caller's reply arrives.
 type Receiver = oneshot::Receiver<Result<Answer>>;
 
+/// A command queued or in flight: the reply it must get, when it was queued (its reply is due
+/// a read timeout later), and where its caller waits.
+struct Slot {
+    command: Command,
+    queued_at: Instant,
+    reply: oneshot::Sender<Result<Answer>>,
+}
+
 /// What callers, writer and reader share, behind one lock.
 #[derive(Default)]
 struct Queue {
     /// Commands queued and not yet taken by the writer, back to back.
     write_buf: Vec<u8>,
-    /// A slot for each command queued or in flight (the command, for the reply it must get,
-    /// and its caller's oneshot), in the order of the bytes: the order of the replies.
-    slots: VecDeque<(Command, oneshot::Sender<Result<Answer>>)>,
+    /// A slot for each command queued or in flight, in the order of the bytes: the order of the
+    /// replies, and of their deadlines.
+    slots: VecDeque<Slot>,
     /// Set by the first error that leaves the stream out of step.
     broken: Broken,
 }
@@ -143,7 +157,13 @@ impl Queue {
         self.broken.check()?;
         P::encode(&mut self.write_buf, command, args)?;
         let (reply, receiver) = oneshot::channel();
-        self.slots.push_back((command, reply));
+        // Read under the lock, so that the deadlines are in the order of the slots.
+        let queued_at = Instant::now();
+        self.slots.push_back(Slot {
+            command,
+            queued_at,
+            reply,
+        });
         Ok(receiver)
     }
 }
@@ -171,8 +191,8 @@ impl Shared {
         let mut queue = self.lock();
         let _ = queue.broken.note::<()>(Err(error.clone()));
         queue.write_buf.clear();
-        for (_, reply) in queue.slots.drain(..) {
-            let _ = reply.send(Err(error.clone()));
+        for slot in queue.slots.drain(..) {
+            let _ = slot.reply.send(Err(error.clone()));
         }
         error
     }
@@ -186,7 +206,6 @@ pub struct Multiplexed<P> {
     shared: Arc<Shared>,
     /// The writer and the reader, aborted when the last clone is dropped.
     _tasks: Arc<JoinSet<()>>,
-    read_timeout: Duration,
     protocol: PhantomData<fn() -> P>,
 }
 
@@ -223,14 +242,13 @@ impl<P: Protocol> Multiplexed<P> {
     ) -> Self {
         let shared = Arc::new(Shared::default());
         let mut tasks = JoinSet::new();
-        let reader = read_replies::<P>(Arc::clone(&shared), read_half);
+        let reader = read_replies::<P>(Arc::clone(&shared), read_half, options.read_timeout);
         tasks.spawn(fail_on_error(Arc::clone(&shared), reader));
         let writer = write_batches(Arc::clone(&shared), write_half, options.write_timeout);
         tasks.spawn(fail_on_error(Arc::clone(&shared), writer));
         Multiplexed {
             shared,
             _tasks: Arc::new(tasks),
-            read_timeout: options.read_timeout,
             protocol: PhantomData,
         }
     }
@@ -265,18 +283,15 @@ impl<P: Protocol> Multiplexed<P> {
     }
     // ANCHOR_END: mux_send_all
 
-    /// Waits for the reply on `receiver`, at most the read timeout (see the crate docs). An
-    /// error reply is this caller's [`Error::Server`].
+    /// Waits for the reply on `receiver`: no timer of its own, as the reader fails the
+    /// connection, and with it this call, once the oldest reply is overdue (see the crate docs).
+    /// An error reply is this caller's [`Error::Server`].
     async fn receive(&self, receiver: Receiver) -> Result<Answer> {
-        let limit = self.read_timeout;
-        match timeout(limit, receiver).await {
-            Ok(Ok(Ok(Answer::Error(message)))) => Err(Error::Server(message)),
-            Ok(Ok(answer)) => answer,
+        match receiver.await {
+            Ok(Ok(Answer::Error(message))) => Err(Error::Server(message)),
+            Ok(answer) => answer,
             // The slot dropped unanswered: never, as the reader and `fail` answer each they take.
-            Ok(Err(_)) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
-            Err(_) => Err(self
-                .shared
-                .fail(Error::Timeout(format!("no reply within {limit:?}")))),
+            Err(_) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
         }
     }
 
@@ -374,26 +389,38 @@ async fn write_batches(
         }
         // The reader starts now: replies can arrive before the write returns.
         shared.wake_reader.notify_one();
-        let written = timeout(limit, stream.write_all(&batch)).await;
-        written.map_err(|_| Error::Timeout(format!("a write incomplete after {limit:?}")))??;
+        // Almost every write finishes at once, into the socket's buffer: a timer is armed only
+        // for one that has to wait, so that the common case pays for none.
+        {
+            let mut write = pin!(stream.write_all(&batch));
+            match poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
+                Poll::Ready(written) => written?,
+                Poll::Pending => timeout(limit, write)
+                    .await
+                    .map_err(|_| Error::Timeout(format!("a write incomplete after {limit:?}")))??,
+            }
+        }
         batch.clear();
     }
 }
 // ANCHOR_END: mux_batch
 
-/// The reader task: one reply for each slot, oldest first.
+/// The reader task: one reply for each slot, oldest first, each within `limit` of its queueing.
 // ANCHOR: mux_fifo
 async fn read_replies<P: Protocol>(
     shared: Arc<Shared>,
     mut stream: impl AsyncRead + Unpin,
+    limit: Duration,
 ) -> Result<()> {
     // Bytes received and not yet decoded: `read_buf[start..]`.
     let (mut read_buf, mut start) = (Vec::new(), 0);
+    // One timer for the connection, not one per call: see `read_more`.
+    let mut deadline = pin!(sleep(limit));
     loop {
         // Nothing is read while no caller waits: bytes no command asked for are never buffered.
         let command = loop {
-            if let Some(&(command, _)) = shared.lock().slots.front() {
-                break command;
+            if let Some(slot) = shared.lock().slots.front() {
+                break slot.command;
             }
             shared.wake_reader.notified().await;
         };
@@ -407,16 +434,50 @@ async fn read_replies<P: Protocol>(
             read_buf.drain(..start);
             start = 0;
             read_buf.reserve(READ_CHUNK);
-            if stream.read_buf(&mut read_buf).await? == 0 {
+            let read = stream.read_buf(&mut read_buf);
+            if read_more(read, deadline.as_mut(), &shared, limit).await? == 0 {
                 let closed = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
                 return Err(Error::Io(closed));
             }
         };
         // A cancelled caller has dropped its receiver: its reply is dropped here. (No slot left
         // means the connection failed meanwhile.)
-        if let Some((_, reply)) = shared.lock().slots.pop_front() {
-            let _ = reply.send(Ok(answer));
+        if let Some(slot) = shared.lock().slots.pop_front() {
+            let _ = slot.reply.send(Ok(answer));
         }
     }
 }
 // ANCHOR_END: mux_fifo
+
+/// Waits for `read`, unless the oldest slot's reply is overdue first: `limit` after it was
+/// queued, the connection fails with [`Error::Timeout`]. Replies come in order, so only the
+/// oldest slot's deadline can be the first to pass: one timer, `deadline`, watches it. The timer
+/// is never set later than that deadline, only earlier: when it fires early (the slot it was set
+/// for has been answered since), it is moved to the oldest slot's deadline. At one caller that is
+/// once per `limit`, where a timer per call would be set and cleared on every call.
+// ANCHOR: mux_deadline
+async fn read_more(
+    read: impl Future<Output = io::Result<usize>>,
+    mut deadline: Pin<&mut Sleep>,
+    shared: &Shared,
+    limit: Duration,
+) -> Result<usize> {
+    let mut read = pin!(read);
+    poll_fn(|cx| {
+        if let Poll::Ready(read) = read.as_mut().poll(cx) {
+            return Poll::Ready(read.map_err(Error::from));
+        }
+        while deadline.as_mut().poll(cx).is_ready() {
+            let oldest = shared.lock().slots.front().map(|slot| slot.queued_at);
+            let due = oldest.unwrap_or_else(Instant::now) + limit;
+            if due <= Instant::now() {
+                let late = Error::Timeout(format!("no reply within {limit:?}"));
+                return Poll::Ready(Err(late));
+            }
+            deadline.as_mut().reset(due);
+        }
+        Poll::Pending
+    })
+    .await
+}
+// ANCHOR_END: mux_deadline

@@ -446,3 +446,50 @@ fn an_exec_reply_that_does_not_match_the_transaction_breaks_the_connection() {
         }
     });
 }
+
+/// The reader's one timer bounds each call from its own queueing: not from when the connection
+/// was opened (a call after a long idle is not failed at once), and not from a slot answered
+/// earlier (calls answered in time go on succeeding across many timeouts' worth of time, the
+/// timer moved each time it fires early); a call that gets no reply fails with a timeout, after
+/// its own limit and well before twice it. A scripted peer answers each GET after `step`.
+#[test]
+fn one_timer_bounds_each_call_from_its_own_queueing() {
+    use std::time::{Duration, Instant};
+    use tokio::io::AsyncWriteExt;
+    let limit = Duration::from_millis(200);
+    let step = Duration::from_millis(60);
+    let runtime = runtime();
+    runtime.block_on(async {
+        let (client_side, mut server_side) = tokio::io::duplex(1 << 16);
+        let (read_half, write_half) = tokio::io::split(client_side);
+        let options = Options {
+            read_timeout: limit,
+            ..Options::default()
+        };
+        let client = Multiplexed::<Resp>::over(read_half, write_half, &options);
+        // Idle past the timer's first deadline.
+        tokio::time::sleep(limit + limit / 2).await;
+        let answered = 8; // 8 x 60 ms: more than twice the limit.
+        let peer = tokio::spawn(async move {
+            for _ in 0..answered {
+                tokio::time::sleep(step).await;
+                server_side.write_all(b"$1\r\nx\r\n").await.unwrap();
+            }
+            server_side // kept open: the last call's reply never comes, and no EOF either
+        });
+        for call in 0..answered {
+            let got = client.get(b"k").await;
+            assert_eq!(got.unwrap().as_deref(), Some(&b"x"[..]), "call {call}");
+        }
+        let server_side = peer.await.unwrap();
+        let started = Instant::now();
+        let late = client.get(b"k").await;
+        let waited = started.elapsed();
+        assert!(matches!(late, Err(Error::Timeout(_))), "{late:?}");
+        assert!(
+            waited >= limit && waited < 2 * limit,
+            "timed out after {waited:?}"
+        );
+        drop(server_side);
+    });
+}

@@ -484,6 +484,26 @@ pub fn encode_command(write_buf: &mut Vec<u8>, args: &[&[u8]]) {
 }
 // ANCHOR_END: encode_command
 
+/// Appends `SET key value` in multi-bulk form: the same bytes as
+/// [`encode_command`]`(write_buf, &[b"SET", key, value])` (a test checks), with the constant head
+/// written as one slice and two numbers formatted instead of four. It is the hot loop of every
+/// pipeline of SETs (`buffered`'s, `cluster`'s); the specialisation halves its cost.
+// ANCHOR: encode_set
+pub fn encode_set(write_buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+    // *3\r\n$3\r\nSET\r\n$<len>\r\n<key>\r\n$<len>\r\n<value>\r\n
+    let mut len = itoa::Buffer::new();
+    write_buf.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$");
+    write_buf.extend_from_slice(len.format(key.len()).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(key);
+    write_buf.extend_from_slice(b"\r\n$");
+    write_buf.extend_from_slice(len.format(value.len()).as_bytes());
+    write_buf.extend_from_slice(b"\r\n");
+    write_buf.extend_from_slice(value);
+    write_buf.extend_from_slice(b"\r\n");
+}
+// ANCHOR_END: encode_set
+
 /// Appends a reply, as a server would write it. For fake servers in tests and for round-trip
 /// tests of [`decode`].
 ///

@@ -720,3 +720,14 @@ proptest! {
         prop_assert!(rest.is_empty());
     }
 }
+
+#[test]
+fn encode_set_writes_what_the_codec_writes() {
+    let long = vec![b'\n'; 12345];
+    for (key, value) in [(&b"foo"[..], &b"bar"[..]), (b"", b""), (b"k\r\n", &long)] {
+        let (mut fast, mut codec) = (Vec::new(), Vec::new());
+        encode_set(&mut fast, key, value);
+        encode_command(&mut codec, &[b"SET", key, value]);
+        assert_eq!(fast, codec);
+    }
+}
