@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test setup lint fmt bench bench-quick bench-smoke bench-plan cost schema reference
+.PHONY: test setup lint fmt bench bench-quick bench-smoke bench-plan cost schema reference reproduce
 
 ## Installs the servers (redis-server, memcached, redis-tools) if missing.
 setup:
@@ -66,6 +66,19 @@ schema:
 reference:
 	RUN_ID=reference REPEAT=2 REPEAT_CELLS=get/3B/tcp,get/3B/unix $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
+
+## Whether the paired ratios hold from run to run: the headline cells (Redis and memcached GET 3 B
+## over TCP and Unix, pipelined SET of a million over TCP and Unix, GET 3 B with 256 callers over
+## TCP) in RUNS separate `make bench` invocations (reports/reproduce/<n>: fresh servers and a fresh
+## process each, no counted pass), then every contender's ratio to its cell's reference per run
+## and max/min across them.
+RUNS ?= 3
+REPRODUCE_CELLS := redis/get/3B/tcp$$|memcached/get/3B/tcp$$|redis/get/3B/unix$$|memcached/get/3B/unix$$|pipeline_set/1000000/|get/3B/tcp/c256$$
+reproduce: setup
+	@for n in $$(seq 1 $(RUNS)); do \
+	  RUN_ID=reproduce/$$n CELLS='$(REPRODUCE_CELLS)' COUNT=0 $(MAKE) --no-print-directory bench || exit 1; \
+	done
+	$(CARGO) run -q --release -p kvbench-report -- spread $(foreach n,$(shell seq 1 $(RUNS)),reports/reproduce/$(n))
 
 lint:
 	$(CARGO) fmt --all --check

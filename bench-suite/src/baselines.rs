@@ -18,7 +18,8 @@ use anyhow::{Context, Result, bail};
 use kvbench_core::{Backend, ClientSpec, Endpoint, Transport};
 
 use crate::drivers::Workload;
-use crate::matrix::{Cell, Op, SET_EX_TTL};
+use crate::matrix::Cell;
+use crate::ops;
 use crate::results::Latency;
 
 /// Name of the redis-benchmark rows.
@@ -28,116 +29,32 @@ pub const MEMASLAP: &str = kvbench_results::MEMASLAP;
 /// Name of the loopback floor rows.
 pub const LOOPBACK_FLOOR: &str = kvbench_results::LOOPBACK_FLOOR;
 /// The key redis-benchmark uses when not given `-r`.
-const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
+pub(crate) const REDIS_BENCHMARK_KEY: &[u8] = b"key:__rand_int__";
 /// Sets redis-benchmark's key to a value (`Some`) or deletes it (`None`).
 pub type PrepareKey<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<()> + 'a;
 
-/// Why redis-benchmark has no row of its own in `cell`, if it has none.
-pub fn redis_benchmark_cannot(cell: &Cell) -> Option<&'static str> {
-    (cell.op == Op::TransactionMulti).then_some(
-        "not run: redis-benchmark repeats one command (or -P copies of it); it cannot send \
-         MULTI, the SETs and EXEC as one transaction",
-    )
-}
-
-/// What redis-benchmark runs for a cell: the arguments of each command (after the connection,
-/// `-c`, `--csv` and `-n`), how many of the cell's items one request does, and how the row
-/// words it.
-struct Plan {
+/// What redis-benchmark runs for a cell ([`crate::ops::redis_benchmark`]): the arguments of each
+/// command (after the connection, `-c`, `--csv` and `-n`), how many of the cell's items one
+/// request does, and how the row words it.
+pub struct RedisBenchmarkCommands {
     /// One command, or two whose times add up to one call of the cell (the hash: HSET, then
     /// HGETALL).
-    commands: Vec<Vec<String>>,
+    pub commands: Vec<Vec<String>>,
     /// Items of the cell one request does: 100 for MGET of a hundred keys, 1 for a GET.
-    items_per_request: u64,
+    pub items_per_request: u64,
     /// What the row says beside the command lines (empty: nothing).
-    note: &'static str,
+    pub note: &'static str,
 }
 
-fn words(list: &[&str]) -> Vec<String> {
-    list.iter().map(|word| word.to_string()).collect()
-}
-
-/// The plan of `w`'s cell, its key prepared first where the cell reads redis-benchmark's own.
-fn plan(w: &Workload, prepare: &mut PrepareKey<'_>) -> Result<Plan> {
-    let cell = &w.cell;
-    let value = "x".repeat(cell.value_size);
-    let bytes = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let depth = cell.pipeline.to_string();
-    let size = cell.value_size.to_string();
-    let one = |args: Vec<String>, note| Plan {
-        commands: vec![args],
-        items_per_request: 1,
-        note,
-    };
-    Ok(match cell.op {
-        // In cluster mode it puts a hash tag of each node's into its key: a run of SETs fills
-        // those keys, then the GETs run (the row is the last line, GET's).
-        Op::Get if cell.backend == Backend::RedisCluster => one(
-            words(&["-t", "set,get", "-d", &size]),
-            "in cluster mode, after SETs that fill its keys (one per node); the row is the GETs'",
-        ),
-        // GET reads redis-benchmark's fixed key: fill it with a value of the cell's size first.
-        Op::Get => {
-            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
-            one(words(&["-t", "get"]), "")
+impl RedisBenchmarkCommands {
+    /// One command, each of whose requests does one of the cell's items.
+    pub fn one(command: Vec<String>, note: &'static str) -> RedisBenchmarkCommands {
+        RedisBenchmarkCommands {
+            commands: vec![command],
+            items_per_request: 1,
+            note,
         }
-        Op::GetMiss => {
-            prepare(REDIS_BENCHMARK_KEY, None)?;
-            one(words(&["-t", "get"]), "")
-        }
-        Op::Set => one(words(&["-t", "set", "-d", &size]), ""),
-        Op::SetEx => one(
-            vec![
-                "SET".into(),
-                "key:__rand_int__".into(),
-                value.clone(),
-                "EX".into(),
-                SET_EX_TTL.to_string(),
-            ],
-            "",
-        ),
-        Op::PipelineSet => one(words(&["-t", "set", "-d", "3", "-P", &depth]), ""),
-        Op::PipelineSetDistinct => one(
-            words(&["-t", "set", "-d", "3", "-P", &depth, "-r", &depth]),
-            "SETs of keys drawn at random among as many as the cell's (-r), not each key once",
-        ),
-        Op::Incr => one(words(&["-t", "incr"]), ""),
-        // The cell's keys, preloaded through the reference connection.
-        Op::GetMany => Plan {
-            commands: vec![
-                std::iter::once("MGET".to_string())
-                    .chain(w.names.iter().map(|key| bytes(key)))
-                    .collect(),
-            ],
-            items_per_request: cell.pipeline as u64,
-            note: "one MGET of the cell's keys per request; ops/s counts keys",
-        },
-        Op::GetManyPipelined => {
-            prepare(REDIS_BENCHMARK_KEY, Some(value.as_bytes()))?;
-            one(
-                words(&["-t", "get", "-P", &depth]),
-                "GETs of its one key, pipelined in batches as deep as the cell's",
-            )
-        }
-        Op::Hash => {
-            let mut hset = vec!["HSET".to_string(), bytes(&w.key)];
-            for (field, value) in w.names.iter().zip(&w.values) {
-                hset.extend([bytes(field), bytes(value)]);
-            }
-            Plan {
-                commands: vec![hset, vec!["HGETALL".into(), bytes(&w.key)]],
-                items_per_request: cell.pipeline as u64,
-                note: "two runs, as the cell's call makes two commands: time per field is \
-                       (time per HSET + time per HGETALL) / fields",
-            }
-        }
-        Op::TransactionPlain => one(
-            words(&["-t", "set", "-d", &size]),
-            "SETs one at a time, as the plain way sends them",
-        ),
-        Op::TransactionPipeline => one(words(&["-t", "set", "-d", &size, "-P", &depth]), ""),
-        Op::TransactionMulti => bail!("{}", redis_benchmark_cannot(cell).unwrap_or_default()),
-    })
+    }
 }
 
 /// One run of a baseline tool in a paired round: the operations it reports, and how long they
@@ -169,8 +86,8 @@ pub struct Tool {
     items_per_request: u64,
     /// What the row says of the work (how it differs from the cell's), before the commands.
     note: String,
-    /// The operation memaslap's periods are read for.
-    op: Op,
+    /// memaslap's block of statistics the row is read from: its GETs' or its SETs'.
+    statistics: &'static str,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,7 +108,7 @@ impl Tool {
         prepare: &mut PrepareKey<'_>,
     ) -> Result<Tool> {
         let cell = &w.cell;
-        let plan = plan(w, prepare)?;
+        let plan = ops::redis_benchmark(w, prepare)?;
         let mut common: Vec<String> = match endpoint {
             Endpoint::Tcp(addr) => {
                 let (host, port) = addr
@@ -219,7 +136,7 @@ impl Tool {
             requests: first_requests(cell, plan.items_per_request),
             items_per_request: plan.items_per_request,
             note: plan.note.to_string(),
-            op: cell.op,
+            statistics: GET_STATISTICS,
         })
     }
 
@@ -236,9 +153,9 @@ impl Tool {
         let Endpoint::Tcp(addr) = endpoint else {
             bail!("memaslap has no Unix-socket support");
         };
+        let work = ops::memaslap(cell).context("memaslap cannot express the cell's operation")?;
         // Command type 0 is SET, 1 is GET; the proportions make it one or the other.
-        let reads = matches!(cell.op, Op::Get | Op::GetMany);
-        let (set, get) = if reads { (0, 1) } else { (1, 0) };
+        let (set, get) = if work.gets { (0, 1) } else { (1, 0) };
         let size = cell.value_size;
         let config = dir.join("memaslap.cfg");
         let config_text = format!("key\n16 16 1\nvalue\n{size} {size} 1\ncmd\n0 {set}\n1 {get}\n");
@@ -267,33 +184,26 @@ impl Tool {
         .map(String::from)
         .to_vec();
         // A multi-get of the cell's count of keys; its periods count multi-gets, not keys.
-        let keys_per_get = match cell.op {
-            Op::GetMany => cell.pipeline,
-            _ => 1,
-        };
-        if keys_per_get > 1 {
-            args.push(format!("--division={keys_per_get}"));
+        if work.keys_per_request > 1 {
+            args.push(format!("--division={}", work.keys_per_request));
         }
-        let work = match cell.op {
-            Op::Get => "GETs of keys it preloaded".to_string(),
-            Op::GetMany => format!(
-                "multi-gets of {} keys it preloaded (`--division`), ops/s counts keys",
-                cell.pipeline
-            ),
-            _ => "SETs only".to_string(),
-        };
         Ok(Tool {
             which: Which::Memaslap,
             cpu,
             commands: vec![args],
             common: Vec::new(),
             requests: 0,
-            items_per_request: keys_per_get as u64,
+            items_per_request: work.keys_per_request as u64,
             note: format!(
-                "{work}; {MEMASLAP_DIFFERENCES} (config: {})",
+                "{}; {MEMASLAP_DIFFERENCES} (config: {})",
+                work.described,
                 config_text.replace('\n', " ")
             ),
-            op: cell.op,
+            statistics: if work.gets {
+                GET_STATISTICS
+            } else {
+                SET_STATISTICS
+            },
         })
     }
 
@@ -324,7 +234,7 @@ impl Tool {
                     self.cpu,
                     &self.commands[0],
                 )?;
-                let tps = parse_memaslap(&stdout, self.op)?;
+                let tps = parse_memaslap(&stdout, self.statistics)?;
                 Ok(ToolBlock {
                     ops: tps * self.items_per_request as f64,
                     seconds: 1.0,
@@ -468,7 +378,7 @@ pub fn memaslap_serves(cell: &Cell) -> bool {
     let preloaded = cell.concurrency * 1024 * (cell.value_size + 64);
     cell.backend == Backend::Memcached
         && cell.transport == Transport::Tcp
-        && matches!(cell.op, Op::Get | Op::Set | Op::GetMany)
+        && ops::memaslap(cell).is_some()
         // An eighth of the server's memory: a 100 KiB cell's 105 MB preload left later clients
         // of the cell reading a miss for the value they had just stored.
         && preloaded <= 32 << 20
@@ -483,14 +393,14 @@ fn path_str(path: &Path) -> Result<&str> {
         .with_context(|| format!("{} is not UTF-8", path.display()))
 }
 
-/// The median TPS of memaslap's one-second `Period` lines for the cell's command (its `Get
-/// Statistics` or `Set Statistics` blocks), leaving out the first period (preloading).
-pub fn parse_memaslap(output: &str, op: Op) -> Result<f64> {
-    let block = if matches!(op, Op::Get | Op::GetMany) {
-        "Get Statistics"
-    } else {
-        "Set Statistics"
-    };
+/// memaslap's block of statistics for its `get` command.
+pub const GET_STATISTICS: &str = "Get Statistics";
+/// memaslap's block of statistics for its `set` command.
+pub const SET_STATISTICS: &str = "Set Statistics";
+
+/// The median TPS of memaslap's one-second `Period` lines in its `block` of statistics
+/// ([`GET_STATISTICS`] or [`SET_STATISTICS`]), leaving out the first period (preloading).
+pub fn parse_memaslap(output: &str, block: &str) -> Result<f64> {
     let mut periods = Vec::new();
     let mut in_block = false;
     for line in output.lines() {
@@ -545,69 +455,6 @@ pub fn parse_csv(csv: &str) -> Result<(f64, Latency)> {
     ))
 }
 
-/// The bytes a request of `w` puts on the wire from the client the floor is measured with
-/// (`raw-tcp`/`raw-unix` for Redis, `memcached-text` for memcached), and the reply a real server
-/// would send.
-fn floor_exchange(w: &Workload) -> Result<(usize, Vec<u8>)> {
-    let mut request = Vec::new();
-    let mut reply = Vec::new();
-    let ttl = SET_EX_TTL.to_string();
-    let len = w.value.len().to_string();
-    match w.cell.backend {
-        Backend::Redis => {
-            let args: Vec<&[u8]> = match w.cell.op {
-                Op::Get | Op::GetMiss => vec![b"GET", &w.key],
-                Op::Set => vec![b"SET", &w.key, &w.value],
-                Op::SetEx => vec![b"SET", &w.key, &w.value, b"EX", ttl.as_bytes()],
-                _ => bail!("the loopback floor has no {} exchange", w.cell.op),
-            };
-            kvbench_resp::encode_command(&mut request, &args);
-            match w.cell.op {
-                Op::Get => kvbench_resp::encode_reply(
-                    &mut reply,
-                    &kvbench_resp::Reply::Bulk(Some(w.value.clone())),
-                ),
-                Op::GetMiss => reply.extend_from_slice(b"$-1\r\n"),
-                _ => reply.extend_from_slice(b"+OK\r\n"),
-            }
-        }
-        Backend::RedisCluster => bail!("the loopback floor is a single server's"),
-        Backend::Memcached => {
-            let key = &w.key[..];
-            match w.cell.op {
-                Op::Get | Op::GetMiss => {
-                    request.extend_from_slice(&[b"get ", key, b"\r\n"].concat())
-                }
-                Op::Set | Op::SetEx => {
-                    let exptime = if w.cell.op == Op::SetEx {
-                        ttl.as_bytes()
-                    } else {
-                        b"0"
-                    };
-                    request.extend_from_slice(
-                        &[b"set ", key, b" 0 ", exptime, b" ", len.as_bytes(), b"\r\n"].concat(),
-                    );
-                    request.extend_from_slice(&w.value);
-                    request.extend_from_slice(b"\r\n");
-                }
-                _ => bail!("the loopback floor has no {} exchange", w.cell.op),
-            }
-            match w.cell.op {
-                Op::Get => {
-                    reply.extend_from_slice(
-                        &[b"VALUE ", key, b" 0 ", len.as_bytes(), b"\r\n"].concat(),
-                    );
-                    reply.extend_from_slice(&w.value);
-                    reply.extend_from_slice(b"\r\nEND\r\n");
-                }
-                Op::GetMiss => reply.extend_from_slice(b"END\r\n"),
-                _ => reply.extend_from_slice(b"STORED\r\n"),
-            }
-        }
-    }
-    Ok((request.len(), reply))
-}
-
 /// A server that reads exactly one request's worth of bytes and answers a canned reply, on
 /// one connection, pinned to the servers' CPU: the cheapest a round trip can be on this
 /// transport, with no parsing, no hashing and no event loop.
@@ -642,7 +489,9 @@ impl LoopbackFloor {
         cpu: Option<usize>,
         dir: &Path,
     ) -> Result<LoopbackFloor> {
-        let (request_len, reply) = floor_exchange(w)?;
+        // The bytes of a request from the client the floor is measured with (`raw-tcp`/`raw-unix`
+        // for Redis, `memcached-text` for memcached), and the reply a real server would send.
+        let ops::Exchange { request_len, reply } = ops::floor_exchange(w)?;
         let pin = move || {
             if let Some(cpu) = cpu {
                 let _ = kvbench_servers::pin_current_thread(cpu);
@@ -706,6 +555,7 @@ impl LoopbackFloor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::Op;
 
     #[test]
     fn parses_redis_benchmark_csv() {
@@ -735,8 +585,8 @@ mod tests {
             Period 1 999 999 2.5\n\x1b[1;1H\x1b[2J\nGet Statistics\nType\n\
             Period 1 300 300 1.9\nGlobal 2 400 200 2\n\x1b[1;1H\x1b[2J\nGet Statistics\n\
             Period 1 500 500 1.9\nTotal Statistics\nPeriod 1 7 7 1\n";
-        assert_eq!(parse_memaslap(output, Op::Get).unwrap(), 400.0);
-        assert!(parse_memaslap(output, Op::Set).is_err());
+        assert_eq!(parse_memaslap(output, GET_STATISTICS).unwrap(), 400.0);
+        assert!(parse_memaslap(output, SET_STATISTICS).is_err());
         let cell = Cell {
             backend: Backend::Memcached,
             op: Op::Get,
@@ -801,14 +651,8 @@ mod tests {
             op: Op::TransactionMulti,
             ..cell
         };
-        assert!(redis_benchmark_cannot(&transaction).is_some());
-        assert!(
-            redis_benchmark_cannot(&Cell {
-                op: Op::TransactionPipeline,
-                ..transaction
-            })
-            .is_none()
-        );
+        assert!(ops::redis_benchmark_cannot(transaction.op).is_some());
+        assert!(ops::redis_benchmark_cannot(Op::TransactionPipeline).is_none());
     }
 
     #[test]

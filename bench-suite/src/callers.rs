@@ -28,9 +28,10 @@ use tokio::task::LocalSet;
 use serde::{Deserialize, Serialize};
 
 use crate::costs::{self, CountingAllocator};
-use crate::drivers::{self, Args, Workload};
+use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
 use crate::open_loop;
+use crate::ops;
 
 /// How the callers run.
 enum Served {
@@ -77,7 +78,7 @@ impl Callers {
             .build()
             .map_err(Error::Io)?;
         let local = LocalSet::new();
-        let sockets_before = open_sockets();
+        let sockets_before = Sockets::now();
         let (served, shared) = match spec.concurrency {
             Concurrency::Threads => {
                 let clients = (0..callers)
@@ -113,7 +114,7 @@ impl Callers {
         }
         callers_.round(w, 2, false)?;
         // Counted after a round, so a pool that connects lazily has connected.
-        callers_.connections = open_sockets().saturating_sub(sockets_before);
+        callers_.connections = sockets_before.opened_since();
         Ok(callers_)
     }
 
@@ -161,18 +162,33 @@ pub fn model_of(concurrency: Concurrency) -> ConcurrencyModel {
     }
 }
 
-/// The sockets this process has open (its file descriptors that are sockets). The difference
-/// across a client's connect is what the client really opened, whatever its spec declares: a
-/// pool that a single caller also gets opens all of its connections (fred's), another opens
-/// one (memcache's r2d2 pool, sized to one for one caller). Nothing else of the bench opens a
-/// socket while a pair connects.
-pub fn open_sockets() -> usize {
-    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
-    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter(|target| target.to_string_lossy().starts_with("socket:"))
-        .count()
+/// The sockets this process has open: the kernel's name of each (`socket:[inode]`), one per
+/// file descriptor that is a socket. What a client really opened, whatever its spec declares,
+/// is [`Sockets::opened_since`] a snapshot taken before it connected: a pool that a single
+/// caller also gets opens all of its connections (fred's), another opens one (memcache's r2d2
+/// pool, sized to one for one caller). A set rather than a count, because a client dropped
+/// earlier may close its sockets late, from a thread of its own (r2d2's workers hold the pool
+/// for a moment), and a count would subtract that close from the next client's opens.
+#[derive(Debug, Clone, Default)]
+pub struct Sockets(std::collections::BTreeSet<std::ffi::OsString>);
+
+impl Sockets {
+    /// The sockets open now.
+    pub fn now() -> Sockets {
+        let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+            return Sockets::default();
+        };
+        let names = fds
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .map(|target| target.into_os_string())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"));
+        Sockets(names.collect())
+    }
+
+    /// The sockets open now that were not open in `self`.
+    pub fn opened_since(&self) -> usize {
+        Sockets::now().0.difference(&self.0).count()
+    }
 }
 
 fn into_async(handle: Handle) -> Option<Box<dyn AsyncClient>> {
@@ -221,7 +237,7 @@ fn threads_round(
         // thread that released them does.
         let start = Instant::now();
         let outcome = caller_loop(
-            || drivers::run_sync(client, w, &Args::default()),
+            || ops::run_sync(client, w, &Args::default()),
             n,
             record,
             latencies,
@@ -294,7 +310,7 @@ fn tasks_round(
             for _ in 0..n {
                 let start = Instant::now();
                 let args = Args::default();
-                if let Err(err) = drivers::run_async(handle.as_mut(), &w, &args).await {
+                if let Err(err) = ops::run_async(handle.as_mut(), &w, &args).await {
                     outcome = Err(err);
                     break;
                 }
@@ -459,6 +475,7 @@ pub fn run_memory_probe(json: &str, clients: &[ClientSpec]) -> std::result::Resu
         key: probe.key,
         value: probe.value,
         names: Vec::new(),
+        names_are_keys: true,
         values: Vec::new(),
     };
     let before = costs::reset_peak_rss().ok_or("cannot reset the peak resident memory")?;

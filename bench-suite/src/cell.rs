@@ -376,7 +376,7 @@ pub(crate) fn prepare(
     })?;
     let w = Workload::new(cell, |key| ctx.servers.key(cell.backend, key));
     let mut reference = Reference::connect(cell.backend, &endpoint).map_err(anyhow::Error::msg)?;
-    verify::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
+    crate::ops::prepare(&mut reference, &w).map_err(anyhow::Error::msg)?;
     Ok((endpoint, w, reference))
 }
 
@@ -577,7 +577,7 @@ pub(crate) fn connect<'w>(
         |what: &str, err: &dyn std::fmt::Display| Refusal::Failed(format!("{what}: {err}"));
     match source {
         Source::Client(spec) => {
-            let sockets_before = callers::open_sockets();
+            let sockets_before = callers::Sockets::now();
             let mut driver = Driver::connect(&spec, endpoint, &bench_options())
                 .map_err(|err| failed("connect", &err))?;
             let verified_in = match verify::verify(driver.client(), reference, &spec, w) {
@@ -600,7 +600,7 @@ pub(crate) fn connect<'w>(
                     .map(|(live, model)| (live, Some(model)));
             }
             // Counted after verification, so a pool that connects lazily has connected.
-            let connections = callers::open_sockets().saturating_sub(sockets_before) as u32;
+            let connections = sockets_before.opened_since() as u32;
             let model = (callers::model_of(spec.concurrency), connections);
             let args = client_args(args, measure, &mut driver, w, block);
             // Items per call: the cell's, or the first ones the plan gives it (a cluster's GET

@@ -1,15 +1,16 @@
-//! How a client is driven through a cell: the workload, the timed operation, and the clients
-//! whose spec has an async face (`ClientSpec::connect_async`) run natively on a runtime of their
-//! own.
+//! How a client is driven through a cell: the workload (the cell's keys and bytes, as
+//! [`crate::ops`] gives them for its operation), the connected client, and the loops that run
+//! the timed operation. Clients whose spec has an async face (`ClientSpec::connect_async`) run
+//! natively on a runtime of their own.
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Endpoint, Error, Options, Result};
 use tokio::runtime::Runtime;
 
-use crate::matrix::{CLUSTER_GET_KEYS, Cell, Op, SET_EX_TTL};
+use crate::matrix::Cell;
+use crate::ops;
 
 /// The keys and bytes of one cell, prepared once before anything is timed.
 #[derive(Clone)]
@@ -25,72 +26,34 @@ pub struct Workload {
     /// `get_many` and the transactions (with the run prefix), the fields of the hash. Empty
     /// elsewhere.
     pub names: Vec<Vec<u8>>,
+    /// Whether `names` are keys on the server; a hash's fields are not.
+    pub names_are_keys: bool,
     /// Their values, each of the cell's size and different from the others, so that a value
     /// read back under the wrong key is caught.
     pub values: Vec<Vec<u8>>,
 }
 
 impl Workload {
-    /// The workload of `cell`; keys are built with `key` (the servers' run prefix).
+    /// The workload of `cell` ([`crate::ops`] knows each operation's keys and values); keys are
+    /// built with `key` (the servers' run prefix).
     pub fn new(cell: Cell, key: impl Fn(&[u8]) -> Vec<u8>) -> Workload {
-        let size = cell.value_size;
-        // Keys on the server carry the run prefix; a hash's fields live inside its (prefixed)
-        // key and need none of their own.
-        let cluster = cell.backend == Backend::RedisCluster;
-        let items = match cell.op {
-            // A cluster's keys are spread over its nodes: each call reads the next of several
-            // keys, and the pipeline writes distinct keys, so that it is split by node. One
-            // server's pipeline of distinct keys writes the same keys.
-            Op::Get | Op::PipelineSet if cluster => Some(("spread".to_string(), true)),
-            Op::PipelineSetDistinct => Some(("spread".to_string(), true)),
-            Op::GetMany | Op::GetManyPipelined => Some((format!("many:{size}"), true)),
-            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
-                Some(("txn".to_string(), true))
-            }
-            Op::Hash => Some(("field".to_string(), false)),
-            Op::Get | Op::GetMiss | Op::Set | Op::SetEx | Op::PipelineSet | Op::Incr => None,
-        };
-        let count = match cell.op {
-            Op::Get => CLUSTER_GET_KEYS,
-            _ => cell.pipeline,
-        };
-        let names: Vec<Vec<u8>> = match items {
-            Some((item, prefixed)) => (0..count)
-                .map(|i| format!("{item}:{i}").into_bytes())
-                .map(|name| if prefixed { key(&name) } else { name })
+        let (name, value) = ops::key_and_value(&cell);
+        let items = ops::item_names(&cell);
+        let names: Vec<Vec<u8>> = match &items {
+            Some(items) => (0..items.count)
+                .map(|i| format!("{}:{i}", items.stem).into_bytes())
+                .map(|name| if items.are_keys { key(&name) } else { name })
                 .collect(),
             None => Vec::new(),
         };
-        let values: Vec<Vec<u8>> = (0..names.len()).map(|i| item_value(size, i)).collect();
-        let (name, value) = match cell.op {
-            // The seed of the original benchmarks: foo = bar.
-            Op::Get if cell.value_size == 3 => (b"foo".to_vec(), b"bar".to_vec()),
-            Op::Get => (
-                format!("value:{}", cell.value_size).into_bytes(),
-                value(cell.value_size),
-            ),
-            Op::GetMiss => (b"missing".to_vec(), Vec::new()),
-            Op::Set => (
-                format!("set:{}", cell.value_size).into_bytes(),
-                value(cell.value_size),
-            ),
-            Op::SetEx => (
-                format!("setex:{}", cell.value_size).into_bytes(),
-                value(cell.value_size),
-            ),
-            Op::PipelineSet | Op::PipelineSetDistinct => (b"foo".to_vec(), b"bar".to_vec()),
-            Op::Incr => (b"counter".to_vec(), b"0".to_vec()),
-            Op::Hash => (b"hash".to_vec(), Vec::new()),
-            // Every operation of these is on `names`.
-            Op::GetMany | Op::GetManyPipelined => (format!("many:{size}").into_bytes(), Vec::new()),
-            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
-                (b"txn".to_vec(), Vec::new())
-            }
-        };
+        let values = (0..names.len())
+            .map(|i| ops::item_value(cell.value_size, i))
+            .collect();
         Workload {
             cell,
             key: key(&name),
             value,
+            names_are_keys: items.is_none_or(|items| items.are_keys),
             names,
             values,
         }
@@ -99,27 +62,18 @@ impl Workload {
     /// The arguments of one call, borrowed from the workload once, so that the timed loop
     /// builds nothing.
     pub fn args(&self) -> Args<'_> {
-        let items = match self.cell.op {
-            Op::PipelineSet if self.names.is_empty() => {
-                vec![(&self.key[..], &self.value[..]); self.cell.pipeline]
-            }
-            _ => (self.names.iter())
-                .zip(&self.values)
-                .map(|(name, value)| (&name[..], &value[..]))
-                .collect(),
-        };
         Args {
-            items,
+            items: ops::call_items(self),
             keys: self.names.iter().map(Vec::as_slice).collect(),
             turn: AtomicUsize::new(0),
         }
     }
 
-    /// Every key the cell writes or reads on the server: its key and its items' (not the hash's
+    /// Every key the cell writes or reads on the server: its key and its items' (not a hash's
     /// fields, which are inside its key).
     pub fn server_keys(&self) -> Vec<Vec<u8>> {
         let mut keys = vec![self.key.clone()];
-        if self.cell.op != Op::Hash {
+        if self.names_are_keys {
             keys.extend(self.names.iter().cloned());
         }
         keys
@@ -151,150 +105,11 @@ impl<'a> Args<'a> {
 
     /// The key a GET reads: the cell's one key, or (a cluster's GET) the next of its keys, in
     /// turn, so that every node serves some of the calls.
-    fn get_key<'k>(&'k self, w: &'k Workload) -> &'k [u8] {
+    pub(crate) fn get_key<'k>(&'k self, w: &'k Workload) -> &'k [u8] {
         match self.keys.len() {
             0 => &w.key,
             keys => self.keys[self.turn.fetch_add(1, Ordering::Relaxed) % keys],
         }
-    }
-}
-
-fn value(len: usize) -> Vec<u8> {
-    if len == 3 {
-        b"bar".to_vec()
-    } else {
-        kvbench_conformance::patterned_value(len)
-    }
-}
-
-/// Item `i`'s value of `len` bytes (at least 3): the cell's value with `i` written over its
-/// first bytes (`000`, `001`, …), so that no two items of a call hold the same value.
-fn item_value(len: usize, i: usize) -> Vec<u8> {
-    let mut value = value(len);
-    let tag = format!("{i:03}");
-    let end = tag.len().min(value.len());
-    value[..end].copy_from_slice(&tag.as_bytes()[..end]);
-    value
-}
-
-/// A GET that answers with the wrong length is a wrong client, even inside the timed loop.
-fn check_hit(got: Option<Vec<u8>>, want: usize) -> Result<()> {
-    match got {
-        Some(value) if value.len() == want => {
-            black_box(value);
-            Ok(())
-        }
-        Some(value) => Err(Error::Protocol(format!(
-            "GET returned {} bytes, want {want}",
-            value.len()
-        ))),
-        None => Err(Error::Protocol(
-            "GET returned a miss for a key that holds a value".into(),
-        )),
-    }
-}
-
-/// Every key of a `get_many` must come back with a value of the cell's size, in a list as long
-/// as the keys.
-fn check_hits(got: Vec<Option<Vec<u8>>>, keys: usize, want: usize) -> Result<()> {
-    if got.len() != keys {
-        return Err(Error::Protocol(format!(
-            "get_many of {keys} keys returned {} values",
-            got.len()
-        )));
-    }
-    got.into_iter().try_for_each(|value| check_hit(value, want))
-}
-
-/// A counter that only ever grows from 0 is positive after an INCR.
-fn check_counter(value: i64) -> Result<()> {
-    match value {
-        1.. => Ok(()),
-        _ => Err(Error::Protocol(format!(
-            "INCR of a counter that starts at 0 returned {value}"
-        ))),
-    }
-}
-
-/// HGETALL of the hash just written must return every field.
-fn check_fields(got: Vec<(Vec<u8>, Vec<u8>)>, fields: usize) -> Result<()> {
-    if got.len() != fields {
-        return Err(Error::Protocol(format!(
-            "HGETALL after HSET of {fields} fields returned {}",
-            got.len()
-        )));
-    }
-    black_box(got);
-    Ok(())
-}
-
-fn miss(got: Option<Vec<u8>>) -> Result<()> {
-    match got {
-        None => Ok(()),
-        Some(_) => Err(Error::Protocol(
-            "GET of a missing key returned a value".into(),
-        )),
-    }
-}
-
-/// The timed operation, through the synchronous contract.
-pub fn run_sync(client: &mut dyn Client, w: &Workload, args: &Args) -> Result<()> {
-    let size = w.cell.value_size;
-    match w.cell.op {
-        Op::Get => check_hit(client.get(args.get_key(w))?, w.value.len()),
-        Op::GetMiss => miss(client.get(&w.key)?),
-        Op::Set => client.set(&w.key, &w.value),
-        Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL),
-        Op::PipelineSet | Op::PipelineSetDistinct | Op::TransactionPipeline => {
-            client.set_many(&args.items)
-        }
-        Op::Incr => check_counter(client.incr(&w.key)?),
-        Op::GetMany => check_hits(client.get_many(&args.keys)?, args.keys.len(), size),
-        Op::GetManyPipelined => check_hits(
-            client.get_many_pipelined(&args.keys)?,
-            args.keys.len(),
-            size,
-        ),
-        Op::Hash => {
-            client.hset_many(&w.key, &args.items)?;
-            check_fields(client.hgetall(&w.key)?, args.items.len())
-        }
-        Op::TransactionPlain => {
-            (args.items.iter()).try_for_each(|(key, value)| client.set(key, value))
-        }
-        Op::TransactionMulti => client.transaction(&args.items),
-    }
-}
-
-/// The timed operation, natively async.
-pub async fn run_async(client: &mut dyn AsyncClient, w: &Workload, args: &Args<'_>) -> Result<()> {
-    let size = w.cell.value_size;
-    match w.cell.op {
-        Op::Get => check_hit(client.get(args.get_key(w)).await?, w.value.len()),
-        Op::GetMiss => miss(client.get(&w.key).await?),
-        Op::Set => client.set(&w.key, &w.value).await,
-        Op::SetEx => client.set_ex(&w.key, &w.value, SET_EX_TTL).await,
-        Op::PipelineSet | Op::PipelineSetDistinct | Op::TransactionPipeline => {
-            client.set_many(&args.items).await
-        }
-        Op::Incr => check_counter(client.incr(&w.key).await?),
-        Op::GetMany => check_hits(client.get_many(&args.keys).await?, args.keys.len(), size),
-        Op::GetManyPipelined => check_hits(
-            client.get_many_pipelined(&args.keys).await?,
-            args.keys.len(),
-            size,
-        ),
-        Op::Hash => {
-            client.hset_many(&w.key, &args.items).await?;
-            check_fields(client.hgetall(&w.key).await?, args.items.len())
-        }
-        Op::TransactionPlain => {
-            for (key, value) in &args.items {
-                client.set(key, value).await?;
-            }
-            Ok(())
-        }
-        Op::TransactionMulti => client.transaction(&args.items).await,
     }
 }
 
@@ -350,13 +165,15 @@ impl Driver {
     /// [`crate::count`], whose every instruction should be the client's.
     pub fn repeat(&mut self, w: &Workload, args: &Args, n: u64) -> Result<()> {
         match self {
-            Driver::Sync(client) => (0..n).try_for_each(|_| run_sync(client.as_mut(), w, args)),
+            Driver::Sync(client) => {
+                (0..n).try_for_each(|_| ops::run_sync(client.as_mut(), w, args))
+            }
             Driver::Async(AsyncDriver {
                 runtime,
                 inner: client,
             }) => runtime.block_on(async {
                 for _ in 0..n {
-                    run_async(&mut **client, w, args).await?;
+                    ops::run_async(&mut **client, w, args).await?;
                 }
                 Ok(())
             }),
@@ -376,7 +193,7 @@ impl Driver {
             Driver::Sync(client) => {
                 for _ in 0..n {
                     let start = Instant::now();
-                    run_sync(client.as_mut(), w, args)?;
+                    ops::run_sync(client.as_mut(), w, args)?;
                     each(start.elapsed());
                 }
                 Ok(())
@@ -387,7 +204,7 @@ impl Driver {
             }) => runtime.block_on(async {
                 for _ in 0..n {
                     let start = Instant::now();
-                    run_async(&mut **client, w, args).await?;
+                    ops::run_async(&mut **client, w, args).await?;
                     each(start.elapsed());
                 }
                 Ok(())

@@ -1,7 +1,8 @@
 //! The benchmark suite: one criterion matrix over every client.
 //!
-//! One place lists the cells ([`matrix`]); one generic path benches any client
-//! ([`drivers::run_sync`], and [`drivers::run_async`] for the natively async ones); the
+//! One place lists the cells ([`matrix`]), one place holds everything about each operation
+//! ([`ops`]: its keys, its timed call, its verification, its baselines); one generic path benches
+//! any client ([`ops::run_sync`], and [`ops::run_async`] for the natively async ones); the
 //! [`runner`] (behind `benches/matrix.rs` and the `kvbench-matrix` binary) owns the servers, the
 //! CPU placement, the keys and the clean-up, verifies every (cell, client) pair before timing it,
 //! then measures its cost per operation ([`costs`]; bytes on the wire from the server's own
@@ -24,6 +25,7 @@ pub mod environment;
 pub mod matrix;
 pub mod network_floor;
 pub mod open_loop;
+pub mod ops;
 pub mod plan;
 pub mod results;
 pub mod runner;

@@ -49,18 +49,7 @@ impl Cell {
     /// `redis/incr/counter/tcp`, `memcached/get_many/100/2KiB/tcp` or
     /// `redis/transaction_multi/100/unix`.
     pub fn id(&self) -> String {
-        let size = match self.op {
-            Op::PipelineSet | Op::PipelineSetDistinct | Op::Hash => self.pipeline.to_string(),
-            Op::TransactionPlain | Op::TransactionMulti | Op::TransactionPipeline => {
-                self.pipeline.to_string()
-            }
-            Op::GetMany | Op::GetManyPipelined => {
-                format!("{}/{}", self.pipeline, size_label(self.value_size))
-            }
-            Op::GetMiss => "none".to_string(),
-            Op::Incr => "counter".to_string(),
-            Op::Get | Op::Set | Op::SetEx => size_label(self.value_size),
-        };
+        let size = crate::ops::id_size(self);
         let id = format!(
             "{}/{}/{size}/{}",
             self.backend,
@@ -91,23 +80,13 @@ impl Cell {
     pub fn has_floor(&self) -> bool {
         self.concurrency == 1
             && self.backend != Backend::RedisCluster
-            && matches!(self.op, Op::Get | Op::GetMiss | Op::Set | Op::SetEx)
+            && crate::ops::has_floor(self.op)
     }
 
     /// The optional operation of the contract a client must implement to serve this cell
     /// ([`kvbench_core::ClientSpec::implements`]); `None` when every client can.
     pub fn operation(&self) -> Option<Operation> {
-        match self.op {
-            Op::Incr => Some(Operation::Incr),
-            Op::GetMany => Some(Operation::GetMany),
-            Op::Hash => Some(Operation::Hash),
-            Op::TransactionMulti => Some(Operation::Transaction),
-            // The pipelined GETs and both other ways of the transaction cells go through
-            // methods every client has (`get_many_pipelined`, `set`, `set_many`).
-            Op::Get | Op::GetMiss | Op::Set | Op::SetEx => None,
-            Op::PipelineSet | Op::PipelineSetDistinct => None,
-            Op::GetManyPipelined | Op::TransactionPlain | Op::TransactionPipeline => None,
-        }
+        crate::ops::contract(self.op)
     }
 }
 
@@ -570,7 +549,8 @@ pub struct Settings {
     pub placement: Placement,
     /// `CLIENTS=raw-tcp,fred`: only these clients (exact names); empty means all.
     pub clients: Vec<String>,
-    /// `CELLS=get,unix`: only cells whose id contains every one of these words.
+    /// `CELLS=get,unix`: only cells whose id contains every one of these words ([`id_has`]: a
+    /// word ending in `$` must end the id, and `a|b` is either).
     pub cells: Vec<String>,
     /// `RUN_ID`: the folder under `reports/`; default: the start time and mode.
     pub run_id: Option<String>,
@@ -597,6 +577,17 @@ pub struct Settings {
     /// build with the `fault-injection` feature (the whole-run fault test's).
     #[cfg(feature = "fault-injection")]
     pub stop_server_at: Option<(String, String)>,
+}
+
+/// Whether a cell id has `word` of a filter: contains it, or, for a word ending in `$`, ends
+/// with it (`get/3B/tcp$` is the one-caller cell, not `get/3B/tcp/c256`). A word may give
+/// alternatives, any of which will do: `get/3B/tcp$|pipeline_set/1000000/`.
+pub fn id_has(id: &str, word: &str) -> bool {
+    word.split('|')
+        .any(|alternative| match alternative.strip_suffix('$') {
+            Some(end) => id.ends_with(end),
+            None => id.contains(alternative),
+        })
 }
 
 fn list(value: Option<String>) -> Vec<String> {
@@ -694,7 +685,7 @@ impl Settings {
         all.into_iter()
             .filter(|cell| {
                 let id = cell.id();
-                self.cells.iter().all(|word| id.contains(word.as_str()))
+                self.cells.iter().all(|word| id_has(&id, word))
             })
             .collect()
     }
@@ -706,7 +697,7 @@ impl Settings {
         !cell.open
             && (self.repeat_cells.is_empty()
                 || (self.repeat_cells.iter())
-                    .any(|filter| filter.split('+').all(|word| id.contains(word))))
+                    .any(|filter| filter.split('+').all(|word| id_has(&id, word))))
     }
 
     /// The cells in the order they run: every cell once, then, for each further round, every
@@ -858,6 +849,49 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_filter_word_ending_in_a_dollar_sign_must_end_the_id_and_a_bar_gives_alternatives() {
+        let ids = |cells: &[&str]| -> Vec<String> {
+            let settings = Settings {
+                mode: Mode::Full,
+                placement: Placement::parse("none", 1).unwrap(),
+                clients: Vec::new(),
+                cells: cells.iter().map(|word| word.to_string()).collect(),
+                run_id: None,
+                repeat: 1,
+                repeat_cells: Vec::new(),
+                order_seed: 1,
+                matrix: Matrix::Full,
+                concurrency: vec![16, 256],
+                count: Counting::Off,
+                #[cfg(feature = "fault-injection")]
+                stop_server_at: None,
+            };
+            settings.cells().iter().map(Cell::id).collect()
+        };
+        assert_eq!(
+            ids(&["get/3B/tcp$"]),
+            [
+                "redis/get/3B/tcp",
+                "memcached/get/3B/tcp",
+                "redis-cluster/get/3B/tcp"
+            ]
+        );
+        assert_eq!(
+            ids(&["get/3B/tcp/c256$"]),
+            ["redis/get/3B/tcp/c256", "memcached/get/3B/tcp/c256"]
+        );
+        assert!(ids(&["get/3B/tcp"]).len() > 3, "without `$`, a substring");
+        assert_eq!(
+            ids(&["redis/get/3B/unix$|pipeline_set/1000000/", "redis/"]),
+            [
+                "redis/get/3B/unix",
+                "redis/pipeline_set/1000000/tcp",
+                "redis/pipeline_set/1000000/unix"
+            ]
+        );
     }
 
     #[test]

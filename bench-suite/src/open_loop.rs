@@ -51,8 +51,9 @@ use tokio::task::LocalSet;
 use crate::callers;
 use crate::cell::{self, Context, Outcome};
 use crate::contender::Runner;
-use crate::drivers::{self, Args, Workload};
+use crate::drivers::{Args, Workload};
 use crate::matrix::Mode;
+use crate::ops;
 use crate::plan::{Decision, Source, Visit};
 use crate::results::{Row, RowExt, Status};
 
@@ -260,7 +261,7 @@ pub(crate) fn threads(clients: &mut [Box<dyn Client>], w: &Workload, s: &Schedul
                 std::thread::sleep(intended - now);
             }
             log.sent(s, intended, waited);
-            let outcome = drivers::run_sync(client, w, &args);
+            let outcome = ops::run_sync(client, w, &args);
             if !log.answered(intended, outcome) {
                 break;
             }
@@ -300,7 +301,7 @@ pub(crate) fn tasks(
                     wake[caller].notified().await;
                 }
                 log.sent(&s, intended, waited);
-                let outcome = drivers::run_async(handle.as_mut(), &w, &args).await;
+                let outcome = ops::run_async(handle.as_mut(), &w, &args).await;
                 if !log.answered(intended, outcome) {
                     break;
                 }

@@ -513,7 +513,7 @@ fn tool_contenders(cell: &Cell, servers: &Servers) -> Vec<Contender> {
         out.push(tool(
             baselines::REDIS_BENCHMARK,
             Source::RedisBenchmark,
-            baselines::redis_benchmark_cannot(cell),
+            crate::ops::redis_benchmark_cannot(cell.op),
         ));
     }
     if baselines::memaslap_serves(cell) {

@@ -199,7 +199,14 @@ impl Harness {
 fn method(settings: &Settings) -> String {
     let policy = settings.mode.policy();
     format!(
-        "paired rounds: every contender of a cell connected to the same fresh server, then timed          in blocks of a fixed number of calls sized to ~{:?} ({:?} with many callers), one block          of each per round in a fresh random order (seed {}), until a minimum of rounds and a          time budget are both reached; the reference contender timed twice for the A/A check{};          a ratio is the median of the per-round ratios with a 95 % bootstrap interval over the          rounds. Baseline tools take part as short runs of their own at their reported rate.          criterion's per-contender statistics and reports are fed the blocks' times (it times          nothing itself). Cost pass after the rounds: ~{} s of calls per contender.",
+        "paired rounds: every contender of a cell connected to the same fresh server, then timed \
+         in blocks of a fixed number of calls sized to ~{:?} ({:?} with many callers), one block \
+         of each per round in a fresh random order (seed {}), until a minimum of rounds and a \
+         time budget are both reached; the reference contender timed twice for the A/A check{}; \
+         a ratio is the median of the per-round ratios with a 95 % bootstrap interval over the \
+         rounds. Baseline tools take part as short runs of their own at their reported rate. \
+         criterion's per-contender statistics and reports are fed the blocks' times (it times \
+         nothing itself). Cost pass after the rounds: ~{} s of calls per contender.",
         policy.block,
         policy.block_many,
         settings.order_seed,

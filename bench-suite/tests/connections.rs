@@ -38,10 +38,10 @@ fn every_row_counts_the_sockets_its_client_opened() {
 
         // One caller, as the bench's single-caller cells connect it.
         let w = Workload::new(set_cell(&spec, 1), |key| key.to_vec());
-        let before = callers::open_sockets();
+        let before = callers::Sockets::now();
         let mut driver = Driver::connect(&spec, &endpoint, &options).expect("connect");
         driver.client().set(&w.key, &w.value).expect("a SET");
-        let one = callers::open_sockets() - before;
+        let one = before.opened_since();
         let most = match spec.concurrency {
             Concurrency::Pool { connections, .. } => connections,
             _ => 1,

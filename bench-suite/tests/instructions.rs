@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use kvbench_bench_suite::count::{self, Count, Job, Valgrind};
 use kvbench_bench_suite::drivers::Workload;
 use kvbench_bench_suite::matrix::{Cell, full_matrix};
-use kvbench_bench_suite::verify;
+use kvbench_bench_suite::ops;
 use kvbench_conformance::Reference;
 use kvbench_core::{Backend, Concurrency, Endpoint, Kind, Transport};
 use kvbench_servers::{Servers, StartOptions};
@@ -49,7 +49,7 @@ impl Bench {
         let endpoint = self.servers.endpoint(cell.backend, cell.transport).unwrap();
         let w = Workload::new(cell, |key| key.to_vec());
         let mut reference = Reference::connect(cell.backend, &endpoint).expect("reference");
-        verify::prepare(&mut reference, &w).expect("prepare the cell's keys");
+        ops::prepare(&mut reference, &w).expect("prepare the cell's keys");
         let (tcp, unix) = match endpoint {
             Endpoint::Tcp(addr) => (Some(addr), None),
             Endpoint::Unix(path) => (None, Some(path)),

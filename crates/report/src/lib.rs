@@ -48,6 +48,7 @@ pub mod lessons;
 mod model;
 pub mod paired;
 pub mod results;
+pub mod spread;
 mod svg;
 mod tables;
 mod template;

@@ -33,6 +33,13 @@ enum Command {
         #[arg(long)]
         html: Option<PathBuf>,
     },
+    /// Print each paired row's ratio to its cell's reference in every run, and max/min across
+    /// them (`make reproduce`).
+    Spread {
+        /// Run folders of the same cells, at least two.
+        #[arg(num_args = 2.., required = true)]
+        runs: Vec<PathBuf>,
+    },
     /// Rewrite the tour's code links (docs/tour.md) from the `// ANCHOR:` markers (`make tour`).
     Tour {
         /// Repository root (default: found around the current folder).
@@ -79,6 +86,13 @@ fn main() -> Result<ExitCode> {
             fs::write(&path, comparison.html())
                 .with_context(|| format!("writing {}", path.display()))?;
             println!("wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Spread { runs } => {
+            let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
+            let spread = kvbench_report::spread::spread_runs(&dirs)
+                .context("reading the runs' paired ratios")?;
+            print!("{}", spread.text());
             Ok(ExitCode::SUCCESS)
         }
         Command::Lessons {
