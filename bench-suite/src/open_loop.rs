@@ -23,7 +23,9 @@
 //! bench's current-thread runtime cannot: tokio's timer counts whole milliseconds, which would
 //! make the floor a millisecond. A pacer task among them waits for each slot on a `timerfd`
 //! (nanosecond deadlines, woken by the runtime's own event loop like a socket) and wakes the
-//! slot's task ([`tokio::sync::Notify`]), releasing every slot already due at once. (A pacer
+//! slot's task ([`tokio::sync::Notify`]), releasing every slot already due at once, and
+//! waking at most every [`PACER_QUANTUM`]: a wake-up per slot cost more of the shared CPU than
+//! the clients' own work at high rates, and saturated the generator before any client. (A pacer
 //! *thread* did the same at first: its wake-ups had to cross threads into the runtime, and the
 //! floor's p99 was 3-4 ms at 4,000 requests a second, where the threads' was 0.1-0.4 ms.)
 //!
@@ -68,17 +70,17 @@ pub const SATURATED_BELOW: f64 = 0.95;
 pub const STEPS: usize = 8;
 
 /// Redis's ladder, requests per second: up to past the fastest client's closed-loop capacity
-/// with 256 callers (`multiplexed`, 660,000 GETs a second in the reference run of 2026-12-01),
+/// with 256 callers (`multiplexed`, 844,000 GETs a second in the reference run of 2026-12-03),
 /// and down to where every client of the cell has a rate it sustains. About 5 % of that
 /// capacity (33,000) is already more than a thread-per-caller client answers with 256 callers
 /// (12,000-20,000 in a quick run of this cell), and more than any client answers one request at
 /// a time on the shared CPU: every client but the multiplexed ones was saturated there, and
 /// their curves had no point.
-const REDIS_LADDER: (f64, f64) = (4_000.0, 800_000.0);
+const REDIS_LADDER: (f64, f64) = (4_000.0, 900_000.0);
 
-/// memcached's: the same from `multiplexed/memcached`'s 183,000 a second, and down to below the
+/// memcached's: the same from `multiplexed/memcached`'s 497,000 a second, and down to below the
 /// `memcache` library's 2,800 (its pool checks each connection on checkout).
-const MEMCACHED_LADDER: (f64, f64) = (2_000.0, 220_000.0);
+const MEMCACHED_LADDER: (f64, f64) = (2_000.0, 550_000.0);
 
 /// The offered rates of an open cell of `backend` in `mode`, lowest first: [`STEPS`] rates
 /// spaced geometrically (each about twice the last), rounded to two significant digits; a
@@ -330,10 +332,12 @@ async fn pace(s: Rc<Schedule>, wake: Rc<Vec<Notify>>, timer: Timer) -> std::io::
     // comes before the first slot's time.
     s.start();
     let mut released = 0;
+    let mut woke = Instant::now();
     for slot in 0..s.slots() {
         let at = s.at(slot);
         if at > Instant::now() {
-            timer.sleep_until(at).await?;
+            timer.sleep_until(at.max(woke + PACER_QUANTUM)).await?;
+            woke = Instant::now();
             released = 0;
         } else if released == RELEASED_AT_ONCE {
             // Behind the schedule: the callers must get to run, or a pacer slower than the
@@ -346,6 +350,15 @@ async fn pace(s: Rc<Schedule>, wake: Rc<Vec<Notify>>, timer: Timer) -> std::io::
     }
     Ok(())
 }
+
+/// The least time between two of the pacer's wake-ups: slots closer together than this are
+/// released together, each at most this late (the floor includes it). A wake-up costs the
+/// runtime a timer arm, an event-loop turn and a read, and one a slot starved the callers of
+/// the shared CPU: at 83,000 requests a second `multiplexed` with 16 callers answered 50,000,
+/// and at 180,000 it answered 288, where its closed loop answers 500,000. With 20 us between
+/// wake-ups it held 180,000 (p99 0.69 ms) and 380,000 with 256 callers, and the floor's p99
+/// fell from ~0.27 ms to ~0.09 ms (one CPU, one run each).
+const PACER_QUANTUM: Duration = Duration::from_micros(20);
 
 /// Slots the pacer releases in a row before it lets the callers run.
 const RELEASED_AT_ONCE: u32 = 64;

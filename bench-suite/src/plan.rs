@@ -817,7 +817,7 @@ mod tests {
         assert!(v.reference_candidates.is_empty() && !v.aa);
         let text = plan.describe();
         assert!(
-            text.contains("open loop: offered rates 4000, 8500, 18000, 39000, 83000, 180000"),
+            text.contains("open loop: offered rates 4000, 8700, 19000, 41000, 88000, 190000"),
             "{text}"
         );
         // The ladder: 8 rates, geometric, from ~5 % to past the fastest client's capacity.
