@@ -4,7 +4,7 @@
 //! independent reference connection ([`kvbench_conformance::Reference`]); each operation's own
 //! check is in [`crate::ops`].
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kvbench_conformance::Reference;
 use kvbench_core::{Client, ClientSpec};
@@ -41,6 +41,32 @@ pub enum Rejection {
     Failed(String),
 }
 
+/// One pair's verification: the client under test, the independent connection that checks
+/// what it did, the client's spec and the cell's work. Each operation's check
+/// ([`crate::ops`]) times the client's own calls through [`Verification::timed`].
+pub(crate) struct Verification<'a> {
+    /// The client under test.
+    pub client: &'a mut dyn Client,
+    /// The connection that sets up and reads back the server's state.
+    pub reference: &'a mut Reference,
+    /// The client's spec.
+    pub spec: &'a ClientSpec,
+    /// The cell's work.
+    pub w: &'a Workload,
+    /// How long the client's own calls took, checks excluded.
+    pub took: Duration,
+}
+
+impl Verification<'_> {
+    /// Runs `call` on the client and adds its time to [`Verification::took`].
+    pub fn timed<T>(&mut self, call: impl FnOnce(&mut dyn Client) -> T) -> T {
+        let start = Instant::now();
+        let outcome = call(&mut *self.client);
+        self.took += start.elapsed();
+        outcome
+    }
+}
+
 /// Runs the cell's work once through `client` and checks the outcome. Returns how long the
 /// client's own call took (checks excluded): the runner uses it to choose how to time the pair.
 pub fn verify(
@@ -49,9 +75,15 @@ pub fn verify(
     spec: &ClientSpec,
     w: &Workload,
 ) -> Result<Duration, Rejection> {
-    let mut took = Duration::ZERO;
-    match crate::ops::verify(client, reference, spec, w, &mut took) {
-        Ok(()) => Ok(took),
+    let mut v = Verification {
+        client,
+        reference,
+        spec,
+        w,
+        took: Duration::ZERO,
+    };
+    match crate::ops::verify(&mut v) {
+        Ok(()) => Ok(v.took),
         Err(Ok(
             kvbench_core::Error::InvalidInput(reason) | kvbench_core::Error::Unsupported(reason),
         )) => Err(Rejection::Refused(reason)),

@@ -2,17 +2,16 @@
 //! exist ([`Op::GetMiss`]).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use anyhow::{Result as AnyResult, bail};
 use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Error, Result};
+use kvbench_core::{AsyncClient, Backend, Client, Error, Result};
 
 use super::{Exchange, Facts, ItemNames, MemaslapWork, value_of_size, words};
 use crate::baselines::{PrepareKey, REDIS_BENCHMARK_KEY, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{CLUSTER_GET_KEYS, Cell, Op, size_label};
-use crate::verify::{Checked, expect};
+use crate::verify::{Checked, Verification, expect};
 
 pub(super) struct Get;
 
@@ -69,30 +68,22 @@ impl Facts for Get {
         }
     }
 
-    fn verify(
-        client: &mut dyn Client,
-        _reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
-        let start = Instant::now();
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
         if w.cell.op == Op::GetMiss {
-            let got = client.get(&w.key).map_err(Ok)?;
-            *took = start.elapsed();
+            let got = v.timed(|client| client.get(&w.key)).map_err(Ok)?;
             return expect(got, None, "GET of a missing key").map_err(Err);
         }
         if w.names.is_empty() {
-            let got = client.get(&w.key).map_err(Ok)?;
-            *took = start.elapsed();
+            let got = v.timed(|client| client.get(&w.key)).map_err(Ok)?;
             return expect(got, Some(&w.value), "GET").map_err(Err);
         }
         // A cluster's GET cell reads its keys in turn: each must hold its own value.
         for (key, value) in w.names.iter().zip(&w.values) {
-            let got = client.get(key).map_err(Ok)?;
+            let got = v.timed(|client| client.get(key)).map_err(Ok)?;
             expect(got, Some(value), "GET").map_err(Err)?;
         }
-        *took = start.elapsed() / w.names.len() as u32;
+        v.took /= w.names.len() as u32;
         Ok(())
     }
 

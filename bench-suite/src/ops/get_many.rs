@@ -2,18 +2,16 @@
 //! `MGET`, memcached's multi-key `get`), or one GET each, pipelined
 //! ([`Op::GetManyPipelined`]).
 
-use std::time::{Duration, Instant};
-
 use anyhow::Result as AnyResult;
 use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Client, ClientSpec, Error, Operation, Result};
+use kvbench_core::{AsyncClient, Client, Error, Operation, Result};
 
 use super::get::check_hit;
 use super::{Facts, ItemNames, MemaslapWork, text, words};
 use crate::baselines::{PrepareKey, REDIS_BENCHMARK_KEY, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op, size_label};
-use crate::verify::{Checked, expect_values};
+use crate::verify::{Checked, Verification, expect_values};
 
 pub(super) struct GetMany;
 
@@ -61,21 +59,15 @@ impl Facts for GetMany {
     }
 
     /// Every key must come back with its own value, in order.
-    fn verify(
-        client: &mut dyn Client,
-        _reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
         let keys: Vec<&[u8]> = w.names.iter().map(Vec::as_slice).collect();
-        let start = Instant::now();
-        let got = match w.cell.op {
-            Op::GetMany => client.get_many(&keys),
-            _ => client.get_many_pipelined(&keys),
-        }
-        .map_err(Ok)?;
-        *took = start.elapsed();
+        let got = v
+            .timed(|client| match w.cell.op {
+                Op::GetMany => client.get_many(&keys),
+                _ => client.get_many_pipelined(&keys),
+            })
+            .map_err(Ok)?;
         expect_values(&got, &w.values, w.cell.op.as_str()).map_err(Err)
     }
 

@@ -2,17 +2,16 @@
 //! only).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use anyhow::Result as AnyResult;
 use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Client, ClientSpec, Error, Operation, Result};
+use kvbench_core::{AsyncClient, Client, Error, Operation, Result};
 
 use super::{Facts, ItemNames, text};
 use crate::baselines::{PrepareKey, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
-use crate::verify::Checked;
+use crate::verify::{Checked, Verification};
 
 pub(super) struct Hash;
 
@@ -53,14 +52,9 @@ impl Facts for Hash {
 
     /// From an absent hash: HSET of the cell's fields, read back through the reference, then
     /// the client's HGETALL must return the same fields and values (in any order).
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
-        reference
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
+        (v.reference)
             .delete_many(std::slice::from_ref(&w.key))
             .map_err(Err)?;
         let mut want: Fields = (w.names.iter().cloned())
@@ -68,12 +62,14 @@ impl Facts for Hash {
             .collect();
         want.sort();
         let items = Self::call_items(w);
-        let start = Instant::now();
-        client.hset_many(&w.key, &items).map_err(Ok)?;
-        let mut got = client.hgetall(&w.key).map_err(Ok)?;
-        *took = start.elapsed();
+        let mut got = v
+            .timed(|client| {
+                client.hset_many(&w.key, &items)?;
+                client.hgetall(&w.key)
+            })
+            .map_err(Ok)?;
         let fields = want.len();
-        if reference_hash(reference, &w.key).map_err(Err)? != want {
+        if reference_hash(v.reference, &w.key).map_err(Err)? != want {
             return Err(Err(format!(
                 "after hset_many of {fields} fields the server's hash holds other fields or \
                  values"

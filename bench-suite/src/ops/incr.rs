@@ -1,16 +1,14 @@
 //! INCR of a counter the cell stores first ([`Op::Incr`]; memcached: `incr <key> 1`).
 
-use std::time::{Duration, Instant};
-
 use anyhow::Result as AnyResult;
 use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Client, ClientSpec, Error, Operation, Result};
+use kvbench_core::{AsyncClient, Client, Error, Operation, Result};
 
 use super::{Facts, words};
 use crate::baselines::{PrepareKey, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
-use crate::verify::{Checked, expect};
+use crate::verify::{Checked, Verification, expect};
 
 pub(super) struct Incr;
 
@@ -41,26 +39,19 @@ impl Facts for Incr {
 
     /// The counter set to a known value through the reference, then one INCR: the client must
     /// return the next value, and the server must hold it.
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
+    fn verify(v: &mut Verification<'_>) -> Checked {
         const START: i64 = 41;
-        reference
+        let w = v.w;
+        (v.reference)
             .set(&w.key, START.to_string().as_bytes())
             .map_err(Err)?;
-        let start = Instant::now();
-        let got = client.incr(&w.key).map_err(Ok)?;
-        *took = start.elapsed();
+        let got = v.timed(|client| client.incr(&w.key)).map_err(Ok)?;
         if got != START + 1 {
             return Err(Err(format!("INCR of {START} returned {got}")));
         }
         let held = (START + 1).to_string();
         expect(
-            reference.get(&w.key).map_err(Err)?,
+            v.reference.get(&w.key).map_err(Err)?,
             Some(held.as_bytes()),
             "reference GET after INCR",
         )

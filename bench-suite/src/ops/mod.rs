@@ -15,16 +15,14 @@ mod pipeline_set;
 mod set;
 mod transaction;
 
-use std::time::Duration;
-
 use anyhow::Result as AnyResult;
 use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Client, ClientSpec, Operation, Result};
+use kvbench_core::{AsyncClient, Client, Operation, Result};
 
 use crate::baselines::{PrepareKey, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
-use crate::verify::Checked;
+use crate::verify::{Checked, Verification};
 
 /// The items of a call of a cell of many items, named `<stem>:0`, `<stem>:1`, …
 pub struct ItemNames {
@@ -94,13 +92,7 @@ trait Facts {
 
     /// The cell's work once through `client`, its outcome checked through the reference;
     /// `took` is set to the client's own time (checks excluded).
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked;
+    fn verify(v: &mut Verification<'_>) -> Checked;
 
     /// Whether the loopback floor knows this operation's exchange ([`Facts::floor_exchange`]).
     const HAS_FLOOR: bool = false;
@@ -206,15 +198,9 @@ pub async fn run_async(client: &mut dyn AsyncClient, w: &Workload, args: &Args<'
     with_facts!(w.cell.op, F => F::run_async(client, w, args).await)
 }
 
-/// The cell's work once through `client`, checked through the reference ([`crate::verify`]).
-pub(crate) fn verify(
-    client: &mut dyn Client,
-    reference: &mut Reference,
-    spec: &ClientSpec,
-    w: &Workload,
-    took: &mut Duration,
-) -> Checked {
-    with_facts!(w.cell.op, F => F::verify(client, reference, spec, w, took))
+/// The cell's work once through the client, checked through the reference ([`crate::verify`]).
+pub(crate) fn verify(v: &mut Verification<'_>) -> Checked {
+    with_facts!(v.w.cell.op, F => F::verify(v))
 }
 
 /// Whether the loopback floor knows `op`'s exchange.

@@ -3,17 +3,14 @@
 //! distinct keys on one server ([`Op::PipelineSetDistinct`], the cluster's work without the
 //! cluster).
 
-use std::time::{Duration, Instant};
-
 use anyhow::Result as AnyResult;
-use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Result};
+use kvbench_core::{AsyncClient, Backend, Client, Result};
 
 use super::{Facts, ItemNames, named_items, words};
 use crate::baselines::{PrepareKey, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
-use crate::verify::{Checked, pipeline_depth};
+use crate::verify::{Checked, Verification, pipeline_depth};
 
 pub(super) struct PipelineSet;
 
@@ -56,14 +53,9 @@ impl Facts for PipelineSet {
 
     /// A pipeline of distinct keys, each with its own value, then every key read back through
     /// the reference: the count and every value must match. The keys are deleted afterwards.
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
-        let depth = pipeline_depth(spec, w);
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
+        let depth = pipeline_depth(v.spec, w);
         let keys: Vec<Vec<u8>> = (0..depth)
             .map(|i| [&w.key[..], format!(":verify:{i}").as_bytes()].concat())
             .collect();
@@ -73,11 +65,10 @@ impl Facts for PipelineSet {
         let items: Vec<(&[u8], &[u8])> = keys
             .iter()
             .zip(&values)
-            .map(|(k, v)| (&k[..], &v[..]))
+            .map(|(key, value)| (&key[..], &value[..]))
             .collect();
-        let start = Instant::now();
-        let written = client.set_many(&items);
-        *took = start.elapsed();
+        let written = v.timed(|client| client.set_many(&items));
+        let reference = &mut *v.reference;
         if let Err(err) = written {
             reference.delete_many(&keys).map_err(Err)?;
             return Err(Ok(err));

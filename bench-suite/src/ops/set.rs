@@ -1,16 +1,13 @@
 //! SET of a value of the cell's size ([`Op::Set`]), and with a 100 s expiry ([`Op::SetEx`]).
 
-use std::time::{Duration, Instant};
-
 use anyhow::{Result as AnyResult, bail};
-use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Backend, Client, ClientSpec, Result};
+use kvbench_core::{AsyncClient, Backend, Client, Result};
 
 use super::{Exchange, Facts, MemaslapWork, value_of_size, words};
 use crate::baselines::{PrepareKey, REDIS_BENCHMARK_KEY, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op, SET_EX_TTL, size_label};
-use crate::verify::{Checked, expect};
+use crate::verify::{Checked, Verification, expect};
 
 pub(super) struct Set;
 
@@ -46,22 +43,18 @@ impl Facts for Set {
 
     /// The value must be what the reference reads back; after SET EX, a Redis key must also
     /// carry an expiry within the one set (memcached has no command that reads it).
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
         let expiring = w.cell.op == Op::SetEx;
-        let start = Instant::now();
-        let written = if expiring {
-            client.set_ex(&w.key, &w.value, SET_EX_TTL)
-        } else {
-            client.set(&w.key, &w.value)
-        };
-        written.map_err(Ok)?;
-        *took = start.elapsed();
+        v.timed(|client| {
+            if expiring {
+                client.set_ex(&w.key, &w.value, SET_EX_TTL)
+            } else {
+                client.set(&w.key, &w.value)
+            }
+        })
+        .map_err(Ok)?;
+        let reference = &mut *v.reference;
         let what = if expiring {
             "reference GET after SET EX"
         } else {

@@ -2,17 +2,14 @@
 //! ([`Op::TransactionPlain`]), in MULTI … EXEC ([`Op::TransactionMulti`]), and pipelined without
 //! a transaction ([`Op::TransactionPipeline`]).
 
-use std::time::{Duration, Instant};
-
 use anyhow::{Result as AnyResult, bail};
-use kvbench_conformance::Reference;
-use kvbench_core::{AsyncClient, Client, ClientSpec, Operation, Result};
+use kvbench_core::{AsyncClient, Client, Operation, Result};
 
 use super::{Facts, ItemNames, words};
 use crate::baselines::{PrepareKey, RedisBenchmarkCommands};
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
-use crate::verify::{Checked, expect_values};
+use crate::verify::{Checked, Verification, expect_values};
 
 pub(super) struct Transaction;
 
@@ -62,19 +59,13 @@ impl Facts for Transaction {
 
     /// From absent keys: the cell's way of writing its SETs once, then every key read back
     /// through the reference.
-    fn verify(
-        client: &mut dyn Client,
-        reference: &mut Reference,
-        _spec: &ClientSpec,
-        w: &Workload,
-        took: &mut Duration,
-    ) -> Checked {
-        reference.delete_many(&w.names).map_err(Err)?;
+    fn verify(v: &mut Verification<'_>) -> Checked {
+        let w = v.w;
+        v.reference.delete_many(&w.names).map_err(Err)?;
         let args = w.args();
-        let start = Instant::now();
-        Self::run_sync(client, w, &args).map_err(Ok)?;
-        *took = start.elapsed();
-        let held = reference.get_many(&w.names).map_err(Err)?;
+        v.timed(|client| Self::run_sync(client, w, &args))
+            .map_err(Ok)?;
+        let held = v.reference.get_many(&w.names).map_err(Err)?;
         expect_values(
             &held,
             &w.values,
