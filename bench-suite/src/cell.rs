@@ -504,8 +504,8 @@ fn with_rounds(row: Row, entry: &Entry, visit: &Visit, rounds: u32) -> Row {
     let how = match &live.runner {
         Runner::Tool { tool, .. } => tool.describe(),
         _ => format!(
-            "blocks of {} call(s) of {} operation(s), ~{:?} each",
-            live.calls_per_block, live.ops_per_call, visit.rounds.block
+            "blocks of {} call(s) of {} operation(s), ~{:.1?} each",
+            live.calls_per_block, live.ops_per_call, live.block_time
         ),
     };
     let timing = format!(

@@ -32,9 +32,12 @@
 //! The cells ([`run`]): `redis/get/3B/tcp/c256/open` and `memcached/get/3B/tcp/c256/open` (and, in
 //! a full run, `redis/get/3B/tcp/c16/open`, the curve's low end), each client over a geometric
 //! ladder of offered rates ([`ladder`]), the same ladder for every client and run, one row per
-//! (client, rate). Rates climb; each rate runs every client in a fresh random order, so a slow
-//! period of the machine falls on several clients. Once a client is saturated, its higher rates are
-//! recorded as saturated without running (their rows say so).
+//! (client, rate). Rates climb. Each rate runs as a few short repeats ([`step`]), each repeat
+//! visiting every client in a fresh random order, so that a slow period of the machine falls on
+//! one repeat of the clients it meets rather than on all of one client's; a row's percentiles are
+//! the median of its repeats' ([`record`]), with the range of their p99s beside them. Once a
+//! client is saturated (in most of a rate's repeats), its higher rates are recorded as saturated
+//! without running (their rows say so).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
@@ -43,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use kvbench_core::{AsyncClient, Backend, Client, Concurrency, Error, Result};
-use kvbench_results::{OpenLatency, OpenLoop};
+use kvbench_results::{OpenLatency, OpenLoop, OpenRange};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::runtime::Runtime;
@@ -107,13 +110,30 @@ fn two_digits(x: f64) -> u64 {
     ((x / scale).round() * scale) as u64
 }
 
-/// How long each (client, rate) runs in `mode`.
-pub fn step(mode: Mode) -> Duration {
-    match mode {
-        Mode::Full => Duration::from_secs(2),
-        Mode::Quick => Duration::from_secs(1),
-        Mode::Test => Duration::from_millis(50),
-    }
+/// How each (client, rate) runs: as this many short repeats of one length, interleaved with the
+/// other clients' repeats of the same rate.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    /// Repeats of each (client, rate).
+    pub repeats: u32,
+    /// Each repeat's schedule.
+    pub each: Duration,
+}
+
+/// How each (client, rate) runs in `mode`. One p99 from one run of 2 s moved tenfold with the
+/// machine: a stall of a few tens of milliseconds (this VM's slow periods) puts a p99's worth
+/// of requests behind it at any rate. In the reference run of 2026-12-04, `multiplexed`'s p99 at
+/// 256 callers read 1.48, 0.33 and 0.38 ms at 4,000, 8,700 and 19,000 requests/s, its floor's
+/// 0.81, 0.16 and 0.13 ms: the first was the machine's. Five repeats of 0.4 s in the same 2 s,
+/// each visiting every client in a fresh order, put a stall in one repeat of the clients it
+/// falls on, and the median of the repeats' p99s passes over it.
+pub fn step(mode: Mode) -> Step {
+    let (repeats, each) = match mode {
+        Mode::Full => (5, Duration::from_millis(400)),
+        Mode::Quick => (3, Duration::from_millis(333)),
+        Mode::Test => (1, Duration::from_millis(50)),
+    };
+    Step { repeats, each }
 }
 
 /// When each request of a run should start.
@@ -508,21 +528,61 @@ impl Run {
     }
     // ANCHOR_END: open_saturated
 
-    /// The row's record of it.
+    /// The row's record of this run alone.
     pub fn record(&self) -> OpenLoop {
-        let saturated = self.saturated();
-        OpenLoop {
-            seconds: self.duration.as_secs_f64(),
-            offered: self.offered,
-            completed: self.completed,
-            achieved_rate: Some(self.achieved()),
-            saturated,
-            backlog_mid: self.backlog_middle,
-            backlog_end: self.backlog_end,
-            latency_ns: (!saturated).then(|| percentiles(&self.latency)).flatten(),
-            floor_ns: percentiles(&self.floor),
-        }
+        record(std::slice::from_ref(self))
     }
+}
+
+// ANCHOR: open_record
+/// The row's record of a rate's repeats: saturated when most of them were; the counts summed,
+/// the achieved rate over their summed time, the backlogs the largest; each percentile (the
+/// latency's and the floor's) the median of the repeats' own, and the maximum the largest.
+pub fn record(runs: &[Run]) -> OpenLoop {
+    let saturated = 2 * runs.iter().filter(|run| run.saturated()).count() > runs.len();
+    let completed: u64 = runs.iter().map(|run| run.completed).sum();
+    let elapsed: f64 = runs.iter().map(|run| run.elapsed.as_secs_f64()).sum();
+    let latency: Vec<OpenLatency> = (runs.iter())
+        .filter_map(|run| percentiles(&run.latency))
+        .collect();
+    let p99s = latency.iter().map(|l| l.p99);
+    let p99_range_ns = (p99s.clone().min().zip(p99s.max()))
+        .filter(|_| latency.len() > 1 && !saturated)
+        .map(|(lowest, highest)| OpenRange { lowest, highest });
+    OpenLoop {
+        seconds: runs.iter().map(|run| run.duration.as_secs_f64()).sum(),
+        offered: runs.iter().map(|run| run.offered).sum(),
+        completed,
+        achieved_rate: Some(completed as f64 / elapsed.max(1e-9)),
+        saturated,
+        backlog_mid: runs.iter().map(|run| run.backlog_middle).max().unwrap_or(0),
+        backlog_end: runs.iter().map(|run| run.backlog_end).max().unwrap_or(0),
+        latency_ns: (!saturated).then(|| median_of(&latency)).flatten(),
+        repeats: runs.len() as u32,
+        p99_range_ns,
+        floor_ns: median_of(
+            &(runs.iter())
+                .filter_map(|run| percentiles(&run.floor))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+// ANCHOR_END: open_record
+
+/// Each percentile the median of `each`'s (the upper one of an even count), the maximum the
+/// largest; `None` for none.
+fn median_of(each: &[OpenLatency]) -> Option<OpenLatency> {
+    let median = |at: fn(&OpenLatency) -> u64| {
+        let mut values: Vec<u64> = each.iter().map(at).collect();
+        values.sort_unstable();
+        values[values.len() / 2]
+    };
+    (!each.is_empty()).then(|| OpenLatency {
+        p50: median(|l| l.p50),
+        p99: median(|l| l.p99),
+        p999: median(|l| l.p999),
+        max: each.iter().map(|l| l.max).max().unwrap_or(0),
+    })
 }
 
 /// p50, p99, p99.9 and the maximum, or `None` for an empty histogram.
@@ -540,7 +600,8 @@ pub fn percentiles(h: &Histogram<u32>) -> Option<OpenLatency> {
 /// higher rates are not run).
 pub fn estimate(visit: &Visit, mode: Mode) -> Duration {
     let rates = ladder(mode, visit.cell.backend).len() as f64;
-    let step = step(mode).as_secs_f64() + 0.05;
+    let Step { repeats, each } = step(mode);
+    let step = f64::from(repeats) * (each.as_secs_f64() + 0.02);
     let seconds: f64 = (visit.measured())
         .map(|c| match c.source {
             Source::Client(spec) if matches!(spec.concurrency, Concurrency::Threads) => {
@@ -552,16 +613,17 @@ pub fn estimate(visit: &Visit, mode: Mode) -> Duration {
     Duration::from_secs_f64(0.5 + seconds)
 }
 
-/// The ladder in words, for the plan: `open loop: offered rates 32000, … requests/s, 2s each`.
+/// The ladder in words, for the plan: `open loop: offered rates 32000, … requests/s, each rate
+/// 5 repeats of 400ms per client, …`.
 pub fn describe_ladder(visit: &Visit, mode: Mode) -> String {
     let rates: Vec<String> = (ladder(mode, visit.cell.backend).iter())
         .map(u64::to_string)
         .collect();
+    let Step { repeats, each } = step(mode);
     format!(
-        "open loop: offered rates {} requests/s, {:?} each; a client's rates above the one it \
-         is saturated at are not run",
+        "open loop: offered rates {} requests/s, each rate {repeats} repeat(s) of {each:?} per \
+         client, interleaved; a client's rates above the one it is saturated at are not run",
         rates.join(", "),
-        step(mode)
     )
 }
 
@@ -582,7 +644,7 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
     let cell = visit.cell;
     let mode = ctx.settings.mode;
     let rates = ladder(mode, cell.backend);
-    let duration = step(mode);
+    let step = step(mode);
     let mut rows: Vec<Row> = Vec::new();
     let at_rate = |row: &Row, rate: u64| Row {
         offered_rate: Some(rate),
@@ -649,36 +711,43 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
     let mut order: Vec<usize> = (0..entries.len()).collect();
     let mut measured: Vec<Vec<Row>> = vec![Vec::new(); entries.len()];
     for &rate in &rates {
-        rng.shuffle(&mut order);
-        for &at in &order {
-            let entry = &mut entries[at];
-            let started = Instant::now();
-            let row = at_rate(&entry.row, rate);
-            let row = match (&mut entry.callers, entry.saturated_at) {
-                (None, _) => row,
-                (Some(_), Some(lower)) => not_run(row, &cell, lower),
-                (Some(callers), None) => {
-                    let schedule = Schedule::new(rate as f64, cell.concurrency, duration);
-                    match callers.open_round(&w, schedule) {
-                        Ok(run) => {
-                            let record = run.record();
-                            if record.saturated {
-                                entry.saturated_at = Some(rate);
-                            }
-                            with_run(row, &run)
-                        }
-                        Err(err) => {
-                            let why = format!("at {rate} requests/s: {err}");
-                            let why = cell::pair_error(ctx.servers, &cell, &why);
-                            entry.callers = None;
-                            entry.row = entry.row.clone().fail(Status::Failed, &why);
-                            row.fail(Status::Failed, why)
-                        }
+        // Every client still running, once per repeat, in a fresh order each time.
+        let mut repeats: Vec<Vec<Run>> = entries.iter().map(|_| Vec::new()).collect();
+        for _ in 0..step.repeats {
+            rng.shuffle(&mut order);
+            for &at in &order {
+                let entry = &mut entries[at];
+                let (Some(callers), None) = (&mut entry.callers, entry.saturated_at) else {
+                    continue;
+                };
+                let started = Instant::now();
+                let schedule = Schedule::new(rate as f64, cell.concurrency, step.each);
+                match callers.open_round(&w, schedule) {
+                    Ok(run) => repeats[at].push(run),
+                    Err(err) => {
+                        let why = format!("at {rate} requests/s: {err}");
+                        let why = cell::pair_error(ctx.servers, &cell, &why);
+                        entry.callers = None;
+                        entry.row = entry.row.clone().fail(Status::Failed, why);
                     }
                 }
-            };
-            entry.seconds += started.elapsed().as_secs_f64();
-            measured[at].push(row);
+                entry.seconds += started.elapsed().as_secs_f64();
+            }
+        }
+        for ((entry, runs), rows) in entries.iter_mut().zip(&repeats).zip(&mut measured) {
+            let row = at_rate(&entry.row, rate);
+            rows.push(match (&entry.callers, entry.saturated_at) {
+                // Never connected, or failed (at this rate or a lower one): the failure's row.
+                (None, _) => row,
+                (Some(_), Some(lower)) => not_run(row, &cell, lower),
+                (Some(_), None) => {
+                    let row = with_runs(row, runs, step);
+                    if row.open_loop.is_some_and(|open| open.saturated) {
+                        entry.saturated_at = Some(rate);
+                    }
+                    row
+                }
+            });
         }
     }
     for (entry, mut runs) in entries.into_iter().zip(measured) {
@@ -700,20 +769,21 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
     })
 }
 
-/// The row of a run at its rate.
-fn with_run(mut row: Row, run: &Run) -> Row {
-    let record = run.record();
+/// The row of a rate's repeats.
+fn with_runs(mut row: Row, runs: &[Run], step: Step) -> Row {
+    let record = record(runs);
+    let (callers, rate) = (row.concurrency, row.offered_rate.unwrap_or(0));
     row.timing = Some(format!(
-        "open loop: {} callers share {:.0} requests/s for {:?} (each caller's requests {:.0} us \
-         apart, callers staggered); latency from each request's intended start; {} of {} \
-         answered, {} still due at the end",
-        run.callers,
-        run.rate,
-        run.duration,
-        run.callers as f64 / run.rate * 1e6,
-        run.completed,
-        run.offered,
-        run.backlog_end
+        "open loop: {callers} callers share {rate} requests/s in {} repeat(s) of {:?}, \
+         interleaved with the other clients' (each caller's requests {:.0} us apart, callers \
+         staggered); latency from each request's intended start, each percentile the median of \
+         the repeats'; {} of {} answered, at most {} still due at the end of a repeat",
+        runs.len(),
+        step.each,
+        f64::from(callers) / rate.max(1) as f64 * 1e6,
+        record.completed,
+        record.offered,
+        record.backlog_end
     ));
     row.open_loop = Some(record);
     row
@@ -733,6 +803,8 @@ fn not_run(mut row: Row, cell: &crate::matrix::Cell, lower: u64) -> Row {
         backlog_mid: 0,
         backlog_end: 0,
         latency_ns: None,
+        repeats: 0,
+        p99_range_ns: None,
         floor_ns: None,
     });
     row
@@ -749,5 +821,86 @@ pub fn describe(row: &Row) -> String {
             (None, None) => format!("{rate}/s: saturated below"),
         },
         (None, None) => format!("{rate}/s: -"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run at 10,000 requests/s for 0.4 s whose latencies are 1,000 requests at `typical` ns
+    /// and 10 at `slow` ns (its p99 is `typical`, its maximum `slow`); answered at `answered`
+    /// of the rate.
+    fn run(typical: u64, slow: u64, answered: f64) -> Run {
+        let mut latency = histogram();
+        latency.record_n(typical, 1_000).unwrap();
+        latency.record_n(slow, 10).unwrap();
+        let mut floor = histogram();
+        floor.record_n(typical / 10, 100).unwrap();
+        Run {
+            rate: 10_000.0,
+            callers: 16,
+            duration: Duration::from_millis(400),
+            offered: 4_000,
+            completed: 4_000,
+            started: 4_000,
+            backlog_middle: 0,
+            backlog_end: 0,
+            elapsed: Duration::from_secs_f64(0.4 / answered),
+            latency,
+            floor,
+        }
+    }
+
+    fn near(value: u64, expected: u64) -> bool {
+        value.abs_diff(expected) * 100 <= expected
+    }
+
+    #[test]
+    fn a_stall_in_one_repeat_moves_the_median_p99_little_and_shows_in_the_max_and_range() {
+        let runs = [
+            run(300_000, 900_000, 1.0),
+            run(40_000_000, 50_000_000, 1.0),
+            run(400_000, 1_000_000, 1.0),
+        ];
+        let record = record(&runs);
+        let latency = record.latency_ns.expect("not saturated");
+        assert!(near(latency.p99, 400_000), "{latency:?}");
+        assert!(near(latency.max, 50_000_000), "{latency:?}");
+        let range = record.p99_range_ns.expect("three repeats");
+        assert!(near(range.lowest, 300_000) && near(range.highest, 40_000_000));
+        assert_eq!(
+            (record.repeats, record.offered, record.completed),
+            (3, 12_000, 12_000)
+        );
+        assert!(near(record.floor_ns.expect("floor").p99, 40_000));
+        assert!((record.seconds - 1.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn saturated_when_most_repeats_are() {
+        let one = record(&[
+            run(300_000, 900_000, 1.0),
+            run(300_000, 900_000, 0.5),
+            run(300_000, 900_000, 1.0),
+        ]);
+        assert!(!one.saturated && one.latency_ns.is_some());
+        let two = record(&[
+            run(300_000, 900_000, 0.5),
+            run(300_000, 900_000, 1.0),
+            run(300_000, 900_000, 0.5),
+        ]);
+        assert!(two.saturated && two.latency_ns.is_none() && two.p99_range_ns.is_none());
+        // 12,000 answered over 0.8 + 0.4 + 0.8 s.
+        let achieved = two.achieved_rate.expect("ran");
+        assert!((achieved - 6_000.0).abs() < 1.0, "{achieved}");
+    }
+
+    #[test]
+    fn one_repeat_is_the_run_itself() {
+        let record = run(300_000, 900_000, 1.0).record();
+        assert_eq!(record.repeats, 1);
+        assert_eq!(record.p99_range_ns, None);
+        assert!(near(record.latency_ns.expect("kept up").p99, 300_000));
     }
 }

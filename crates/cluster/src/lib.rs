@@ -19,8 +19,10 @@
 //! The slot is [`key_slot`]: the CRC16 of the key, or of its *hash tag* (the text between the
 //! first `{` and the next `}`, if not empty), so `{user1000}.following` and
 //! `{user1000}.followers` share a node. The CRC is a standard one (CRC-16/XMODEM), taken from the
-//! `crc` crate, which reads 16 bytes per step: half the time of Redis's own `crc16.c` (one table
-//! lookup per byte) on the bench's 31-byte keys, and a pipeline pays it once per item.
+//! `crc` crate, which reads 16 bytes per step where a key is that long and one table lookup per
+//! byte below that, as Redis's own `crc16.c` does. A pipeline pays it once per item: on the
+//! bench's keys (`spread:<n>`, 8 to 12 bytes) about a hundred instructions each, the largest part
+//! of what an item costs here beyond what it costs `buffered`.
 //!
 //! **Pipelining across nodes.** [`Client::set_many`] and [`Client::get_many_pipelined`] group
 //! the items by node and go in rounds: each round writes up to [`CHUNK_LEN`] of commands to
@@ -168,11 +170,21 @@ impl ClusterClient {
         self.nodes.len() - 1
     }
 
-    /// The node serving `slot`; the map is read again once if it names none.
+    /// The node serving `slot`: one look-up, inlined into a batch's loop over its keys; the map
+    /// is read again, out of line, only if it names none.
+    #[inline]
     fn owner(&mut self, slot: u16) -> Result<usize> {
-        if self.owners[usize::from(slot)].is_none() {
-            self.refresh()?;
+        match self.owners[usize::from(slot)] {
+            Some(owner) => Ok(usize::from(owner)),
+            None => self.owner_after_refresh(slot),
         }
+    }
+
+    /// [`owner`](Self::owner) of a slot the map names no node for: read the map again, once.
+    #[cold]
+    #[inline(never)]
+    fn owner_after_refresh(&mut self, slot: u16) -> Result<usize> {
+        self.refresh()?;
         self.owners[usize::from(slot)]
             .map(usize::from)
             .ok_or_else(|| Error::Server(format!("CLUSTERDOWN no node serves slot {slot}")))
@@ -224,23 +236,34 @@ impl ClusterClient {
     // ANCHOR_END: route
 
     // ANCHOR: cluster_by_node
-    /// Sends the command `encode` writes for item `i` to the node serving `keys[i]`, in rounds
-    /// (see "Pipelining across nodes" in the crate docs), and reads each reply with `read`.
-    /// Returns each item's result in the caller's order, `None` for an item a node redirected.
-    fn scatter<T>(
+    /// Sends the command `encode` writes for each of `items` to the node serving its `key`, in
+    /// rounds (see "Pipelining across nodes" in the crate docs), and reads each reply with
+    /// `read`, which is given the item's index. Returns the indexes of the items a node
+    /// redirected, in the caller's order, for the caller to retry one at a time.
+    fn scatter<I>(
         &mut self,
-        keys: &[&[u8]],
-        encode: impl Fn(&mut Vec<u8>, usize),
-        read: impl Fn(&mut ReadBuffer, &mut TcpStream) -> Result<T>,
-    ) -> Result<Vec<Option<T>>> {
-        let mut queues: Vec<Vec<usize>> = Vec::new();
-        for (item, key) in keys.iter().enumerate() {
-            let node = self.owner(key_slot(key))?;
-            queues.resize_with(queues.len().max(node + 1), Vec::new);
-            queues[node].push(item);
+        items: &[I],
+        key: impl Fn(&I) -> &[u8],
+        encode: impl Fn(&mut Vec<u8>, &I),
+        read: impl FnMut(&mut ReadBuffer, &mut TcpStream, usize) -> Result<()>,
+    ) -> Result<Vec<usize>> {
+        // Each node's items, by index.
+        let mut queues: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
+        for (index, item) in items.iter().enumerate() {
+            let node = self.owner(key_slot(key(item)))?;
+            if node >= queues.len() {
+                // The map was read again and named a node new to us.
+                queues.resize_with(node + 1, Vec::new);
+            }
+            queues[node].push(index);
         }
-        let mut results: Vec<Option<T>> = keys.iter().map(|_| None).collect();
-        let outcome = self.rounds(&queues, encode, read, &mut results);
+        let mut redirected = Vec::new();
+        let outcome = self.rounds(
+            &queues,
+            |buf, index| encode(buf, &items[index]),
+            read,
+            &mut redirected,
+        );
         if outcome.is_err() {
             // Nodes may still owe replies to this batch, which a later call would take for its
             // own: close every connection (the next call to a node opens a new one).
@@ -249,17 +272,20 @@ impl ClusterClient {
         if outcome? {
             self.refresh()?;
         }
-        Ok(results)
+        // Noted node by node: back to the caller's order.
+        redirected.sort_unstable();
+        Ok(redirected)
     }
 
-    /// Writes the items of `queues` (one per node) in rounds and reads their replies into
-    /// `results`; true if a node answered `MOVED`. An error leaves replies in flight.
-    fn rounds<T>(
+    /// Writes the items of `queues` (one per node) in rounds and reads their replies, noting in
+    /// `redirected` the items a node redirected; true if a node answered `MOVED`. An error leaves
+    /// replies in flight.
+    fn rounds(
         &mut self,
         queues: &[Vec<usize>],
         encode: impl Fn(&mut Vec<u8>, usize),
-        read: impl Fn(&mut ReadBuffer, &mut TcpStream) -> Result<T>,
-        results: &mut [Option<T>],
+        mut read: impl FnMut(&mut ReadBuffer, &mut TcpStream, usize) -> Result<()>,
+        redirected: &mut Vec<usize>,
     ) -> Result<bool> {
         let (mut sent, mut moved) = (vec![0; queues.len()], false);
         // ANCHOR: scatter_rounds
@@ -276,8 +302,11 @@ impl ClusterClient {
                     conn.exchange(|stream, write_buf, _| {
                         write_buf.clear();
                         let mut taken = 0;
-                        while start + taken < queue.len() && write_buf.len() < CHUNK_LEN {
-                            encode(write_buf, queue[start + taken]);
+                        for &item in &queue[start..] {
+                            if write_buf.len() >= CHUNK_LEN {
+                                break;
+                            }
+                            encode(write_buf, item);
                             taken += 1;
                         }
                         stream.write_all(write_buf)?;
@@ -291,11 +320,14 @@ impl ClusterClient {
                     conn.exchange(|stream, _, read_buf| {
                         for &item in items {
                             read_buf.start_reply();
-                            match read(read_buf, stream) {
-                                Ok(value) => results[item] = Some(value),
+                            match read(read_buf, stream, item) {
+                                Ok(()) => {}
                                 // Redirected: retried after the batch, one at a time.
                                 Err(Error::Server(message)) => match Redirect::parse(&message) {
-                                    Some(redirect) => moved |= redirect.is_moved(),
+                                    Some(redirect) => {
+                                        moved |= redirect.is_moved();
+                                        redirected.push(item);
+                                    }
                                     None => return Err(Error::Server(message)),
                                 },
                                 Err(err) => return Err(err),
@@ -332,17 +364,16 @@ impl Client for ClusterClient {
     /// Pipelined by node: see the crate documentation.
     // ANCHOR: cluster_set_many
     fn set_many(&mut self, items: &[(&[u8], &[u8])]) -> Result<()> {
-        let keys: Vec<&[u8]> = items.iter().map(|&(key, _)| key).collect();
-        let stored = self.scatter(
-            &keys,
-            |write_buf, i| encode_set(write_buf, items[i].0, items[i].1),
-            |read_buf, stream| blocking::read_status(read_buf, stream, "OK"),
+        let redirected = self.scatter(
+            items,
+            |&(key, _)| key,
+            |write_buf, &(key, value)| encode_set(write_buf, key, value),
+            |read_buf, stream, _| blocking::read_status(read_buf, stream, "OK"),
         )?;
         // The items a node redirected: one at a time, each following its redirections.
-        for (&(key, value), stored) in items.iter().zip(stored) {
-            if stored.is_none() {
-                self.set(key, value)?;
-            }
+        for index in redirected {
+            let (key, value) = items[index];
+            self.set(key, value)?;
         }
         Ok(())
     }
@@ -350,15 +381,20 @@ impl Client for ClusterClient {
 
     /// Pipelined by node, like `set_many`; the values come back in the keys' order.
     fn get_many_pipelined(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        let values = self.scatter(
+        let mut values = vec![None; keys.len()];
+        let redirected = self.scatter(
             keys,
-            |write_buf, i| encode_command(write_buf, &[b"GET", keys[i]]),
-            blocking::read_value,
+            |&key| key,
+            |write_buf, key| encode_command(write_buf, &[b"GET", key]),
+            |read_buf, stream, index| {
+                values[index] = blocking::read_value(read_buf, stream)?;
+                Ok(())
+            },
         )?;
-        keys.iter()
-            .zip(values)
-            .map(|(key, value)| value.map_or_else(|| self.get(key), Ok))
-            .collect()
+        for index in redirected {
+            values[index] = self.get(keys[index])?;
+        }
+        Ok(values)
     }
 
     fn incr(&mut self, key: &[u8]) -> Result<i64> {

@@ -61,6 +61,14 @@ impl OpenLine<'_> {
             .map(|(rate, _)| *rate)
     }
 
+    /// The highest offered rate the client kept up with (answered, not saturated), whatever its
+    /// p99 there: the capacity a p99 threshold cannot show where the p99 hovers near it.
+    pub fn highest_kept_up(&self) -> Option<u64> {
+        (self.rows.iter().rev())
+            .find(|(_, row)| open_p99(row).is_some())
+            .map(|(rate, _)| *rate)
+    }
+
     /// The lowest offered rate the client was saturated at, and what it achieved there.
     pub fn saturated_at(&self) -> Option<(u64, Option<f64>)> {
         (self.rows.iter())

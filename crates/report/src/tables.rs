@@ -319,7 +319,8 @@ fn ops_td(row: Option<&Row>) -> Td {
 }
 
 /// An open-loop cell's table: a row per client, its p99 at each offered rate (saturated: the
-/// rate it achieved instead), then the highest rate at which its p99 stayed at or below 1 ms.
+/// rate it achieved instead), then the highest rate at which its p99 stayed at or below 1 ms,
+/// and the highest it kept up with at any p99.
 pub fn open_rows(cell: &OpenCell) -> Vec<SeriesRow> {
     (cell.lines.iter())
         .map(|line| {
@@ -328,6 +329,8 @@ pub fn open_rows(cell: &OpenCell) -> Vec<SeriesRow> {
                 .collect();
             let within = line.highest_within(OPEN_P99_NS);
             cells.push(Td::num(within.map(|r| r as f64), format::grouped));
+            let kept_up = line.highest_kept_up();
+            cells.push(Td::num(kept_up.map(|r| r as f64), format::grouped));
             SeriesRow {
                 client: line.client.to_string(),
                 kind: line.kind.as_str(),
@@ -339,7 +342,8 @@ pub fn open_rows(cell: &OpenCell) -> Vec<SeriesRow> {
 }
 
 /// Every (client, rate) of an open-loop cell with all it measured: offered and achieved rates,
-/// p50, p99, p99.9, the maximum and the generator's floor (its p50 and p99).
+/// p50, p99 (and the range of the repeats' p99s), p99.9, the maximum and the generator's floor
+/// (its p50 and p99).
 pub fn open_detail_rows(cell: &OpenCell) -> Vec<SeriesRow> {
     let ms = |ns: u64| ns as f64;
     (cell.lines.iter())
@@ -370,6 +374,7 @@ pub fn open_detail_rows(cell: &OpenCell) -> Vec<SeriesRow> {
                     status,
                     Td::num(latency.map(|l| ms(l.p50)), format::duration_ns),
                     Td::num(latency.map(|l| ms(l.p99)), format::duration_ns),
+                    p99_range_td(open.and_then(|o| o.p99_range_ns)),
                     Td::num(latency.map(|l| ms(l.p999)), format::duration_ns),
                     Td::num(latency.map(|l| ms(l.max)), format::duration_ns),
                     Td::num(floor.map(|f| ms(f.p50)), format::duration_ns),
@@ -378,6 +383,22 @@ pub fn open_detail_rows(cell: &OpenCell) -> Vec<SeriesRow> {
             }
         })
         .collect()
+}
+
+/// The lowest and highest of a row's repeats' p99s, sorted by the highest; `–` for one repeat.
+fn p99_range_td(range: Option<kvbench_results::OpenRange>) -> Td {
+    let td = Td::num(range.map(|r| r.highest as f64), format::duration_ns);
+    match range {
+        Some(r) => {
+            let text = format!(
+                "{} – {}",
+                format::duration_ns(r.lowest as f64),
+                format::duration_ns(r.highest as f64)
+            );
+            td.with_text(text)
+        }
+        None => td,
+    }
 }
 
 /// An open-loop row's p99, or `saturated` with what it achieved, or its status.

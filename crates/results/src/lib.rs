@@ -616,12 +616,36 @@ pub struct OpenLoop {
     pub backlog_mid: u64,
     /// Requests due but not yet sent, at the end of the schedule.
     pub backlog_end: u64,
-    /// Latency from each request's intended start to its reply, ns; null when saturated.
+    /// Latency from each request's intended start to its reply, ns; null when saturated. Over
+    /// several repeats, each percentile is the median of the repeats' own (a stall of the
+    /// machine that falls on one repeat moves it little) and the maximum the largest of them.
     pub latency_ns: Option<OpenLatency>,
+    /// How many short repeats the rate ran as, interleaved with the other clients' repeats of
+    /// the same rate (1 in runs before repeats were recorded).
+    #[serde(default = "one_repeat")]
+    pub repeats: u32,
+    /// The lowest and the highest of the repeats' p99s, ns: how far the percentile moved from
+    /// repeat to repeat. Null for a single repeat, or when saturated.
+    #[serde(default)]
+    pub p99_range_ns: Option<OpenRange>,
     /// The generator's floor: how late a request was sent after its intended start when its
     /// caller was waiting for it, ns (the schedule's own jitter: what the latency cannot
     /// resolve below). Null when no caller ever waited.
     pub floor_ns: Option<OpenLatency>,
+}
+
+fn one_repeat() -> u32 {
+    1
+}
+
+/// The lowest and the highest of several measurements, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRange {
+    /// The lowest.
+    pub lowest: u64,
+    /// The highest.
+    pub highest: u64,
 }
 
 /// Percentiles and maximum of an open-loop row's latency, ns.

@@ -785,6 +785,8 @@ fn open_row(client: &str, kind: Kind, rate: u64, p99: Option<u64>, achieved: Opt
         backlog_mid: 0,
         backlog_end: 0,
         latency_ns: latency,
+        repeats: 1,
+        p99_range_ns: None,
         floor_ns: latency,
     });
     row
@@ -838,11 +840,18 @@ fn open_loop_rows_are_curves_in_the_report_the_headline_and_lesson_15() {
     // Lesson 15: the open loop's table, rendered from the rows.
     let text = all_markdown(&runs);
     assert!(
-        text.contains("| `multiplexed` | 400 µs | 900 µs | saturated (356,000/s) | 83,000 |"),
+        text.contains(
+            "| `multiplexed` | 400 µs | 900 µs | saturated (356,000/s) | 83,000 | 83,000 |"
+        ),
         "{text}"
     );
+    assert!(text.contains(
+        "| `raw-tcp` | 800 µs | saturated (34,000/s) | saturated below | 4,000 | 4,000 |"
+    ));
+    // Kept up to: the highest rate not saturated, at any p99 (fred's p99 was 5 ms at 83,000).
     assert!(
-        text.contains("| `raw-tcp` | 800 µs | saturated (34,000/s) | saturated below | 4,000 |")
+        text.contains("| `fred` | 700 µs | 5 ms | saturated (130,000/s) | 4,000 | 83,000 |"),
+        "{text}"
     );
     assert!(text.contains("`memcached/get/3B/tcp/c256/open`: not measured in this run."));
 
@@ -861,7 +870,7 @@ fn open_loop_rows_are_curves_in_the_report_the_headline_and_lesson_15() {
         4,
         "✗ marks"
     );
-    assert!(html.contains("p99 ≤ 1 ms up to"));
+    assert!(html.contains("p99 ≤ 1 ms up to") && html.contains("kept up to"));
     let check = check_run_dir(dir.path()).unwrap();
     assert!(check.problems.is_empty(), "{:?}", check.problems);
 }
