@@ -63,7 +63,14 @@ schema:
 ## The committed reference run: the full matrix, its headline GET cells (Redis and memcached GET 3 B
 ## over TCP and Unix, one caller and many) twice, each time on fresh servers, so that the spread
 ## between runs is measured beside the paired intervals; then its split-placement twin.
+## Measured with cubic, Linux's default TCP congestion control: with a pacing one (bbr), two
+## connections of one client answer large values at different speeds (bench-suite/README.md).
 reference:
+	@cc=$$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null); \
+	if [ -n "$$cc" ] && [ "$$cc" != cubic ]; then \
+	  echo "make reference: TCP congestion control is $$cc; the reference is measured with cubic:" \
+	    "sudo sysctl -w net.ipv4.tcp_congestion_control=cubic" >&2; exit 1; \
+	fi
 	RUN_ID=reference REPEAT=2 REPEAT_CELLS=get/3B/tcp,get/3B/unix $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
 

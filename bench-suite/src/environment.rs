@@ -46,6 +46,31 @@ pub fn kernel() -> String {
         .unwrap_or_default()
 }
 
+/// The kernel's TCP congestion control for new connections (`net.ipv4.tcp_congestion_control`).
+pub fn tcp_congestion_control() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// What a congestion control other than Linux's default does to this suite's TCP cells, for the
+/// run's notes and the start of the run; `None` for `cubic` and `reno`, which send a reply as
+/// fast as the receiver takes it.
+pub fn congestion_control_warning(congestion_control: &str) -> Option<String> {
+    if matches!(congestion_control, "cubic" | "reno") {
+        return None;
+    }
+    Some(format!(
+        "TCP congestion control is {congestion_control}, not Linux's default cubic. A pacing \
+         one such as bbr sends each connection's data at that connection's own bandwidth \
+         estimate, which differs from connection to connection: over loopback, two connections \
+         of one client answered GET 1 MiB up to 1.6 times apart (the cell's A/A check shows \
+         it), so TCP cells with large values compare connections, not clients. Before the run: \
+         `sudo sysctl -w net.ipv4.tcp_congestion_control=cubic`"
+    ))
+}
+
 /// The CPU model from `/proc/cpuinfo`.
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
@@ -81,4 +106,24 @@ pub fn online_cpus() -> usize {
     // SAFETY: sysconf only reads a system setting.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).unwrap_or(1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::congestion_control_warning;
+
+    #[test]
+    fn only_a_pacing_congestion_control_is_warned_of() {
+        assert_eq!(congestion_control_warning("cubic"), None);
+        assert_eq!(congestion_control_warning("reno"), None);
+        let warning = congestion_control_warning("bbr").expect("bbr paces each connection");
+        assert!(
+            warning.contains("TCP congestion control is bbr"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("sysctl -w net.ipv4.tcp_congestion_control=cubic"),
+            "{warning}"
+        );
+    }
 }

@@ -415,13 +415,19 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
     let id = run_id(&settings);
     let dir = reports.join(&id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    #[allow(unused_mut, reason = "only the fault-injection build adds a note here")]
     let mut notes = Vec::new();
     #[cfg(feature = "fault-injection")]
     if let Some((cell, client)) = &settings.stop_server_at {
         notes.push(format!(
             "fault test: the server is stopped during {cell}, after {client}'s verification"
         ));
+    }
+    let congestion_control = environment::tcp_congestion_control();
+    if let Some(warning) =
+        (congestion_control.as_deref()).and_then(environment::congestion_control_warning)
+    {
+        eprintln!("kvbench: warning: {warning}");
+        notes.push(warning);
     }
     costs::start_closer();
     let count_syscalls = match SyscallCounter::open() {
@@ -447,6 +453,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
         mode: settings.mode.record(),
         rustc: environment::rustc_version(),
         kernel: environment::kernel(),
+        tcp_congestion_control: congestion_control,
         cpu_model: environment::cpu_model(),
         cores: environment::online_cpus() as u32,
         placement: placement.record(),

@@ -74,6 +74,12 @@ pub struct Run {
     pub rustc: String,
     /// Kernel release.
     pub kernel: String,
+    /// The kernel's TCP congestion control (`net.ipv4.tcp_congestion_control`), which every
+    /// loopback connection of the run used, the servers' included; null when unreadable (or in
+    /// runs older than this field). It matters for large replies: `bbr` paces each connection
+    /// by its own bandwidth estimate, so two connections of one client can differ by a half.
+    #[serde(default)]
+    pub tcp_congestion_control: Option<String>,
     /// CPU model name.
     pub cpu_model: String,
     /// Logical CPUs online.
@@ -983,6 +989,14 @@ impl Run {
         differ("CPU model", self.cpu_model.clone(), other.cpu_model.clone());
         differ("cores", self.cores.to_string(), other.cores.to_string());
         differ("kernel", self.kernel.clone(), other.kernel.clone());
+        let congestion = |run: &Run| {
+            (run.tcp_congestion_control.clone()).unwrap_or_else(|| "not recorded".into())
+        };
+        differ(
+            "TCP congestion control",
+            congestion(self),
+            congestion(other),
+        );
         differ(
             "placement",
             self.describe_placement(),
