@@ -677,10 +677,7 @@ pub fn environment(results: &Results) -> Vec<(&'static str, String)> {
             format!("{}, {} logical CPUs", run.cpu_model, run.cores),
         ),
         ("kernel", run.kernel.clone()),
-        (
-            "TCP congestion control",
-            (run.tcp_congestion_control.clone()).unwrap_or_else(|| "not recorded".into()),
-        ),
+        ("TCP congestion control", run.describe_congestion_control()),
         ("rustc", run.rustc.clone()),
         ("placement", run.describe_placement()),
         ("method", run.method.clone()),

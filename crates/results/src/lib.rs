@@ -989,13 +989,10 @@ impl Run {
         differ("CPU model", self.cpu_model.clone(), other.cpu_model.clone());
         differ("cores", self.cores.to_string(), other.cores.to_string());
         differ("kernel", self.kernel.clone(), other.kernel.clone());
-        let congestion = |run: &Run| {
-            (run.tcp_congestion_control.clone()).unwrap_or_else(|| "not recorded".into())
-        };
         differ(
             "TCP congestion control",
-            congestion(self),
-            congestion(other),
+            self.describe_congestion_control(),
+            other.describe_congestion_control(),
         );
         differ(
             "placement",
@@ -1014,6 +1011,11 @@ impl Run {
             other.servers.memcached.version.clone(),
         );
         out
+    }
+
+    /// The TCP congestion control, or `not recorded` (a run older than the field).
+    pub fn describe_congestion_control(&self) -> String {
+        (self.tcp_congestion_control.clone()).unwrap_or_else(|| "not recorded".into())
     }
 
     /// The placement with what it cannot say: `same-core (servers on CPU 1, bench on CPU 1)`, or,

@@ -808,10 +808,7 @@ fn lesson_body(lesson: &Lesson, runs: &Runs, code: &Code, prefix: Option<&str>) 
         owners => lesson.owners.iter().map(|o| runs.owners(o)).collect::<Vec<_>>(),
         open => runs.open_tables(),
         closed_vs_open => runs.closed_vs_open(),
-        congestion_control => match &runs.main.results.run.tcp_congestion_control {
-            Some(name) => md_code(name),
-            None => "not recorded".to_string(),
-        },
+        congestion_control => runs.main.results.run.describe_congestion_control(),
         code => links,
     };
     let body = env
