@@ -115,6 +115,21 @@ fn a_hash_tag_keeps_keys_on_one_node() {
     let both = on(&cluster, &node, &[b"MGET", following, followers]);
     let values = [b"200".to_vec(), b"3000".to_vec()].map(|v| Reply::Bulk(Some(v)));
     assert_eq!(both, Reply::Array(Some(values.to_vec())));
+    // The slot is the server's own (CLUSTER KEYSLOT), whatever the length of the key (the CRC
+    // takes 16 bytes per step) and wherever its braces are.
+    let text = b"0123456789abcdefghijklmnopqrstuvwxyz{}{}";
+    let mut keys: Vec<&[u8]> = (0..=text.len()).map(|len| &text[..len]).collect();
+    keys.extend([
+        &b"{}a"[..],
+        b"a{b",
+        b"a}b{c}",
+        b"{{x}}",
+        b"abcdefghijklmnopq{tag}rest",
+    ]);
+    for key in keys {
+        let slot = on(&cluster, &node, &[b"CLUSTER", b"KEYSLOT", key]).integer();
+        assert_eq!(slot, Some(i64::from(key_slot(key))), "{key:?}");
+    }
 }
 
 #[test]
