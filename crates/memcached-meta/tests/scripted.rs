@@ -1,12 +1,15 @@
-//! On a scripted in-memory stream: the exact bytes each command writes, quiet batches answered
-//! with failures a real server is hard to make (one `NS` in the middle, an opaque that names no
-//! item), replies that belong to another command, and replies trickled one byte at a time.
+//! On a scripted in-memory stream: the exact bytes each command writes (a batch's opaques and
+//! lengths of every width too), the batch's own key and value checks against `memcached-text`'s,
+//! quiet batches answered with failures a real server is hard to make (one `NS` in the middle, an
+//! opaque that names no item), replies that belong to another command, and replies trickled one
+//! byte at a time.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use kvbench_core::{Client, Error};
-use kvbench_memcached_meta::MetaConnection;
+use kvbench_memcached_meta::{MAX_KEY_LEN, MetaConnection, check_key, check_value};
+use kvbench_memcached_reply::MAX_VALUE_LEN;
 
 /// Hands out the script at most `max_read` bytes per `read` (then end of stream), and records
 /// every byte written where the test can still see it once the client owns the stream.
@@ -93,6 +96,45 @@ fn a_stored_batch_is_quiet_items_then_one_no_op_and_reads_only_mn() {
          ms item-2 1 q O2\\r\\nz\\r\\n\
          mn\\r\\n"
     );
+}
+
+#[test]
+fn a_batch_numbers_its_items_and_counts_their_bytes_at_every_width() {
+    // 1,001 items: opaques of one to four digits, lengths of none to four, in every mix, and
+    // more than one write's worth.
+    let lengths = [0, 1, 9, 10, 99, 100, 1000];
+    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..1001)
+        .map(|i| (format!("k{i}").into_bytes(), vec![b'v'; lengths[i % 7]]))
+        .collect();
+    let items: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let (mut client, written) = scripted(b"MN\r\n", 64);
+    client.set_many(&items).unwrap();
+    let mut want = Vec::new();
+    for (i, (key, value)) in items.iter().enumerate() {
+        let line = format!("ms {} {} q O{i}\r\n", key.escape_ascii(), value.len());
+        want.extend_from_slice(&[line.as_bytes(), value, b"\r\n"].concat());
+    }
+    want.extend_from_slice(b"mn\r\n");
+    assert!(*written.lock().unwrap() == want);
+}
+
+#[test]
+fn a_batch_refuses_what_the_text_checks_refuse_with_their_errors() {
+    // Every byte inside a key, and the key lengths at the limits.
+    let mut keys: Vec<Vec<u8>> = (0..=255).map(|byte| vec![b'a', byte, b'z']).collect();
+    keys.extend([vec![], vec![b'k'; MAX_KEY_LEN], vec![b'k'; MAX_KEY_LEN + 1]]);
+    // And a value just over the limit (zeroed pages, never touched) with a key that is fine.
+    let huge = vec![0; MAX_VALUE_LEN + 1];
+    let values: [&[u8]; 2] = [b"v", &huge];
+    let cases = keys.iter().map(|key| (&key[..], values[0]));
+    for (key, value) in cases.chain([(&b"k"[..], values[1])]) {
+        let (mut client, written) = scripted(b"MN\r\n", 64);
+        let got = client.set_many(&[(key, value)]);
+        let want = check_key(key).and_then(|()| check_value(value));
+        let shown = key.escape_ascii();
+        assert_eq!(format!("{got:?}"), format!("{want:?}"), "key {shown}");
+        assert_eq!(want.is_err(), written.lock().unwrap().is_empty(), "{shown}");
+    }
 }
 
 #[test]
