@@ -1,26 +1,36 @@
-//! `multiplexed`: one connection serves every caller. Callers queue their commands; a writer task
-//! sends whatever is queued with one `write`, and a reader task hands the replies back in order.
-//! The system calls are shared out among the callers — the more callers, the more commands per
-//! `write` and replies per `read` — and the server holds one connection, not one per caller. What
-//! it gives up: head-of-line blocking (replies come back in order, so one large or slow reply
-//! delays every caller queued behind it), and a hop through two tasks on every call. Compare it
-//! with `raw-tcp` (a connection per caller, one `write` and one `read` per call) and with the
-//! multiplexers inside the libraries (redis-rs's `MultiplexedConnection`, fred).
+//! `multiplexed`: one connection serves every caller. Callers queue their commands in one write
+//! buffer and take turns reading the replies, which come back in order. The system calls are
+//! shared out among the callers — the more callers, the more commands per `write` and replies per
+//! `read` — and the server holds one connection, not one per caller. What it gives up:
+//! head-of-line blocking (replies come back in order, so one large or slow reply delays every
+//! caller queued behind it), and, under many callers, a wake-up of the writer task and a hand-off
+//! of each reply. A lone caller pays for neither: on an idle connection it writes its own command
+//! and reads its own reply. Compare it with `raw-tcp` (a connection per caller, one `write` and
+//! one `read` per call) and with the multiplexers inside the libraries (redis-rs's
+//! `MultiplexedConnection`, fred), which hop through tasks of their own on every call.
 //!
 //! # How it works
 //!
 //! 1. **A caller queues** its command (`Multiplexed::send`): under one lock it encodes it
-//!    straight into the shared write buffer and pushes its reply slot (its command and the
-//!    sending half of a oneshot), so the slots are in the order of the bytes.
-//! 2. **The writer** (`write_batches`) wakes, swaps the write buffer for an empty one and writes
-//!    what it took. No timer and no batch size: a batch is whatever was queued while the previous
-//!    `write` went on, one command when one caller is busy, hundreds under hundreds of callers.
-//! 3. **The reader** (`read_replies`), while any slot waits, decodes the next reply as the answer
-//!    to the oldest slot's command and completes that slot. The decoding is the [`Protocol`]'s,
-//!    sans-I/O: [`Resp`] (the `kvbench-resp` codec) or memcached's [`Text`]
-//!    (`kvbench-memcached-reply`); everything else is the same for both. Beyond GET, SET and
-//!    DELETE both carry INCR and a multi-key GET (`MGET`, `get k1 … kN`: memcached answers only
-//!    the hits, each placed by the key it names); RESP also hashes and transactions.
+//!    straight into the shared write buffer and pushes its slot (its command, and where it
+//!    waits), so the slots are in the order of the bytes.
+//! 2. **Writing.** On an idle connection (no slot waiting, nothing unwritten) the caller writes its command
+//!    itself, at once: there is nothing to share a `write` with. Behind commands in flight it
+//!    wakes the writer task instead (`write_batches`), which sends whatever has been queued by the
+//!    time it runs with one `write`. No timer and no batch size: a batch is whatever was queued
+//!    meanwhile, hundreds of commands under hundreds of callers.
+//! 3. **Reading, by turns.** The connection's read side (the socket's read half and its
+//!    buffer) belongs to one caller at a time (`Reader`). A caller that finds it free takes it;
+//!    the others wait on a oneshot receiver. The reader decodes each reply as the answer to the
+//!    oldest slot's command and sends it to that slot's caller, until its own answer is in; then
+//!    it answers every reply already received behind it and hands the read side to the oldest
+//!    caller still waiting (`Shared::hand_over`), or leaves it for the next call. So at one caller
+//!    a call is a `write`, a `read` and no task hop; under many, one `read` answers a batch. The
+//!    decoding is the [`Protocol`]'s, sans-I/O: [`Resp`] (the `kvbench-resp` codec) or
+//!    memcached's [`Text`] (`kvbench-memcached-reply`); everything else is the same for both.
+//!    Beyond GET, SET and DELETE both carry INCR and a multi-key GET (`MGET`, `get k1 … kN`:
+//!    memcached answers only the hits, each placed by the key it names); RESP also hashes and
+//!    transactions.
 //!
 //! # Why matching by order is enough
 //!
@@ -50,9 +60,13 @@
 //! # Cancellation
 //!
 //! A caller that stops waiting (its future dropped, or a timeout of its own around the call) only
-//! drops its receiver. Its slot stays queued, so its reply is still read and then thrown away,
-//! and the next reply goes to the next caller. Its command, once queued, is sent anyway: it is
-//! part of a byte stream that cannot be taken back.
+//! drops what it waited on. Its slot stays queued, so its reply is still read and then thrown
+//! away, and the next reply goes to the next caller. If it was the reader, dropping its turn
+//! hands the read side on, a half-read reply and all; a turn handed to a caller that has given
+//! up goes on to the next. Its command, once queued, is sent anyway: it is part of a byte stream
+//! that cannot be taken back. A call's future that is neither polled nor dropped while it holds
+//! the turn holds up the callers behind it (their replies are behind its own anyway, and tokio
+//! polls a woken task promptly): the price of reading without a task of its own.
 //!
 //! # Failures and timeouts
 //!
@@ -68,21 +82,25 @@
 //! replies come in order, so every caller behind the late one is stuck too. That order also
 //! means one timer is enough: the oldest slot's reply is always the first one due, so the reader
 //! watches that deadline alone, and a call pays for a clock reading, not for a timer set and
-//! cleared (`read_more`). Each batch's `write` gets at most [`Options::write_timeout`], with a
-//! timer armed only when the write has to wait. The connection is opened as every hand-written
+//! cleared (`read_more`). The timer travels with the read side, so whichever caller reads
+//! watches it. Each batch's `write` gets at most [`Options::write_timeout`], with a
+//! timer armed only when the write has to wait. A reply is taken only for a command written
+//! whole: a peer that answers before it has read (no server does) is waited out until the
+//! writer has written, its write timeout bounding the wait. The connection is opened as every hand-written
 //! client opens it (`kvbench-core`'s blocking connect within [`Options::connect_timeout`],
 //! `TCP_NODELAY` on); its socket's own timeouts are set as theirs are, but a non-blocking socket
 //! never waits on them: the timers above do the bounding.
 //!
 //! # Cost model and faces
 //!
-//! Per call: a oneshot (one allocation), a lock, a clock reading, a wake-up of the writer, the
-//! hop through the reader; a GET hit allocates its value (memcached: its echoed key too). Per
-//! batch: one `write`; per `read`: as many replies as have arrived. A reply of many parts
-//! (`MGET`'s array, a multi-key get's blocks, a transaction's replies) is decoded again from its
-//! start each time more of it arrives, and answered once it is whole. `set_many` goes through
-//! the same queue with at most [`SET_MANY_WINDOW`] commands ([`SET_MANY_WINDOW_BYTES`])
-//! awaiting replies, so its memory does not grow with the batch.
+//! Per call at one caller: a lock to queue, a clock reading, the `write`, the `read`, a lock to
+//! take the answer and one to give the read side back; a GET hit allocates its value (memcached:
+//! its echoed key too). Under many callers, per call: a oneshot (one allocation), its wake-up,
+//! and a share of the writer's wake-up, its `write`, a reader's `read` and a hand-over of the
+//! read side. A reply of many parts (`MGET`'s array, a multi-key get's blocks, a transaction's
+//! replies) is decoded again from its start each time more of it arrives, and answered once it
+//! is whole. `set_many` goes through the same queue with at most [`SET_MANY_WINDOW`] commands
+//! ([`SET_MANY_WINDOW_BYTES`]) awaiting replies, so its memory does not grow with the batch.
 //!
 //! [`Multiplexed`] is the handle, natively async on the tokio runtime it was connected on (a
 //! current-thread one is enough): each caller gets a clone, as from the specs' `connect_shared`.
@@ -107,11 +125,11 @@ use std::io;
 use std::marker::PhantomData;
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
 use kvbench_core::{Broken, Endpoint, Error, Options, Result};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
@@ -127,55 +145,133 @@ pub const SET_MANY_WINDOW: usize = 4096;
 /// larger item waits alone).
 pub const SET_MANY_WINDOW_BYTES: usize = 1 << 20;
 
-/// Where a caller's reply arrives.
-type Receiver = oneshot::Receiver<Result<Answer>>;
-
-/// A command queued or in flight: the reply it must get, when it was queued (its reply is due
-/// a read timeout later), and where its caller waits.
-struct Slot {
-    command: Command,
-    queued_at: Instant,
-    reply: oneshot::Sender<Result<Answer>>,
+/// What a waiting caller is sent: its answer, or its turn to read (the read side, handed on).
+enum Delivery {
+    Answer(Result<Answer>),
+    Turn(Reader),
 }
 
-/// What callers, writer and reader share, behind one lock.
-#[derive(Default)]
+/// A command queued or in flight: its place in the stream, the reply it must get, when it was
+/// queued (its reply is due a read timeout later), and where its caller waits (none while its
+/// caller reads for itself).
+struct Slot {
+    id: u64,
+    command: Command,
+    /// Where its bytes end in the stream: written whole once `Queue::written` reaches it.
+    end: u64,
+    queued_at: Instant,
+    reply: Option<oneshot::Sender<Delivery>>,
+}
+
+/// How a caller will get the answer to a command it queued.
+struct Call {
+    id: u64,
+    waiting: Waiting,
+}
+
+enum Waiting {
+    /// No caller was reading: this one reads for itself.
+    Turn(Reader),
+    /// Another caller reads, and sends the answer, or the turn to read, here.
+    Receiver(oneshot::Receiver<Delivery>),
+}
+
+/// The connection's read half, with what its reader keeps between turns.
+struct ReadSide {
+    stream: Box<dyn AsyncRead + Unpin + Send>,
+    /// Bytes received and not yet decoded: `buf[start..]`.
+    buf: Vec<u8>,
+    start: usize,
+    /// The connection's one read timer (see `read_more`), and its limit.
+    deadline: Pin<Box<Sleep>>,
+    limit: Duration,
+}
+
+/// What callers and the writer share, behind one lock.
 struct Queue {
-    /// Commands queued and not yet taken by the writer, back to back.
+    /// Commands queued and not yet written, back to back.
     write_buf: Vec<u8>,
+    /// Bytes written since the connection opened.
+    written: u64,
+    write_side: Box<dyn AsyncWrite + Unpin + Send>,
     /// A slot for each command queued or in flight, in the order of the bytes: the order of the
     /// replies, and of their deadlines.
     slots: VecDeque<Slot>,
-    /// Set by the first error that leaves the stream out of step.
+    next_id: u64,
+    /// The read half while no caller is reading (boxed, as it moves from caller to caller).
+    read_side: Option<Box<ReadSide>>,
+    /// Set by the first error that leaves the stream out of step, which `failure` keeps for a
+    /// reader whose slot it took.
     broken: Broken,
+    failure: Option<Error>,
 }
 
 impl Queue {
-    /// Appends a command's bytes and its slot, in the same order; the receiver its reply will
-    /// arrive on.
-    fn push<P: Protocol>(&mut self, command: Command, args: &[&[u8]]) -> Result<Receiver> {
+    /// Appends a command's bytes and its slot, in the same order; the slot's id.
+    fn push<P: Protocol>(&mut self, command: Command, args: &[&[u8]]) -> Result<u64> {
         self.broken.check()?;
         P::encode(&mut self.write_buf, command, args)?;
-        let (reply, receiver) = oneshot::channel();
+        let end = self.written + self.write_buf.len() as u64;
+        let id = self.next_id;
+        self.next_id += 1;
         // Read under the lock, so that the deadlines are in the order of the slots.
         let queued_at = Instant::now();
         self.slots.push_back(Slot {
+            id,
             command,
+            end,
             queued_at,
-            reply,
+            reply: None,
         });
-        Ok(receiver)
+        Ok(id)
+    }
+
+    /// How the caller of the slot at `index` gets its answer: the read side, if no caller is
+    /// reading, else a receiver.
+    fn wait_for(&mut self, shared: &Arc<Shared>, index: usize) -> Call {
+        let turn = self.read_side.take();
+        let slot = &mut self.slots[index];
+        let waiting = match turn {
+            Some(side) => Waiting::Turn(Reader::new(shared, side)),
+            None => {
+                let (reply, receiver) = oneshot::channel();
+                slot.reply = Some(reply);
+                Waiting::Receiver(receiver)
+            }
+        };
+        Call {
+            id: slot.id,
+            waiting,
+        }
+    }
+
+    /// Writes what is queued, as far as the socket takes it without waiting.
+    fn poll_write_queued(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.write_buf.is_empty() {
+            let written = ready!(Pin::new(&mut self.write_side).poll_write(cx, &self.write_buf))?;
+            if written == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.write_buf.drain(..written);
+            self.written += written as u64;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The oldest slot's command, and whether its bytes have all been written.
+    fn oldest(&self) -> Option<(Command, bool)> {
+        let slot = self.slots.front()?;
+        Some((slot.command, slot.end <= self.written))
     }
 }
 
-/// The queue, and the wake-ups of the two tasks.
-#[derive(Default)]
+/// The queue, and the writer's wake-up.
 struct Shared {
     queue: Mutex<Queue>,
-    /// Commands are queued.
+    /// Commands are queued behind others in flight.
     wake_writer: Notify,
-    /// Commands are being written.
-    wake_reader: Notify,
+    /// The writer has written, or the connection failed.
+    wrote: Notify,
 }
 
 impl Shared {
@@ -190,13 +286,174 @@ impl Shared {
     fn fail(&self, error: Error) -> Error {
         let mut queue = self.lock();
         let _ = queue.broken.note::<()>(Err(error.clone()));
+        queue.failure.get_or_insert_with(|| error.clone());
         queue.write_buf.clear();
         for slot in queue.slots.drain(..) {
-            let _ = slot.reply.send(Err(error.clone()));
+            if let Some(reply) = slot.reply {
+                let _ = reply.send(Delivery::Answer(Err(error.clone())));
+            }
         }
+        self.wrote.notify_one();
         error
     }
     // ANCHOR_END: mux_fail
+
+    /// Hands the read side to the oldest caller still waiting, or, with none, leaves it for the
+    /// next call. A caller that gave up has dropped its receiver: the send comes back, and the
+    /// turn goes to the next.
+    // ANCHOR: mux_hand_over
+    fn hand_over(self: &Arc<Self>, side: Box<ReadSide>) {
+        let mut queue = self.lock();
+        let mut side = Some(side);
+        for slot in queue.slots.iter_mut() {
+            let Some(reply) = slot.reply.take() else {
+                continue;
+            };
+            let turn = Reader {
+                shared: Arc::clone(self),
+                side: side.take(),
+            };
+            let Err(Delivery::Turn(mut refused)) = reply.send(Delivery::Turn(turn)) else {
+                return;
+            };
+            side = refused.side.take();
+        }
+        queue.read_side = side;
+    }
+    // ANCHOR_END: mux_hand_over
+}
+
+/// A caller's turn to read. Dropped, when done or cancelled, it hands the read side on.
+struct Reader {
+    shared: Arc<Shared>,
+    side: Option<Box<ReadSide>>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(side) = self.side.take() {
+            self.shared.hand_over(side);
+        }
+    }
+}
+
+impl Reader {
+    fn new(shared: &Arc<Shared>, side: Box<ReadSide>) -> Reader {
+        let shared = Arc::clone(shared);
+        Reader {
+            shared,
+            side: Some(side),
+        }
+    }
+
+    /// Reads replies until slot `id`'s is in, handing each of the others to its caller; then
+    /// hands out the replies already received behind it, so that one `read` answers every
+    /// caller it can. An error that may leave the stream out of step fails the connection.
+    async fn read_until<P: Protocol>(&mut self, id: u64) -> Result<Answer> {
+        let replies = self.answer_slots::<P>(id).await;
+        replies.map_err(|error| self.shared.fail(error))
+    }
+
+    // ANCHOR: mux_fifo
+    async fn answer_slots<P: Protocol>(&mut self, id: u64) -> Result<Answer> {
+        let Reader { shared, side } = self;
+        let side = side.as_mut().ok_or_else(gone)?;
+        let mut own = None;
+        // Each reply answers the oldest slot (none left: the connection failed meanwhile).
+        let mut oldest = shared.lock().oldest();
+        while let Some((command, sent)) = oldest {
+            if !sent && own.is_none() {
+                // Its command is not all written yet (the writer has the rest): no server
+                // answers that, but one that answers without reading would be taken at its
+                // word. Wait for the writer, whose write timeout bounds the wait.
+                shared.wrote.notified().await;
+                oldest = shared.lock().oldest();
+                continue;
+            }
+            let Some((answer, len)) = P::decode(&side.buf[side.start..], command)? else {
+                if own.is_some() {
+                    break; // The rest is for the next reader.
+                }
+                side.read_more(shared).await?;
+                continue;
+            };
+            side.start += len;
+            let (slot, next) = {
+                let mut queue = shared.lock();
+                let slot = queue.slots.pop_front();
+                (slot, queue.oldest())
+            };
+            oldest = next;
+            let Some(slot) = slot else {
+                break;
+            };
+            if slot.id == id {
+                own = Some(answer);
+            } else if let Some(reply) = slot.reply {
+                // A caller that gave up has dropped its receiver: its reply is dropped here.
+                let _ = reply.send(Delivery::Answer(Ok(answer)));
+            }
+        }
+        own.ok_or_else(|| shared.lock().failure.clone().unwrap_or_else(gone))
+    }
+    // ANCHOR_END: mux_fifo
+}
+
+/// The error of a call whose slot went unanswered without a recorded failure: never expected.
+fn gone() -> Error {
+    Error::Io(io::ErrorKind::BrokenPipe.into())
+}
+
+impl ReadSide {
+    /// Reads more bytes, unless the oldest slot's reply is overdue first: `limit` after it was
+    /// queued, the connection fails with [`Error::Timeout`]. Replies come in order, so only the
+    /// oldest slot's deadline can be the first to pass: one timer, `deadline`, watches it. The
+    /// timer is never set later than that deadline, only earlier: when it fires early (the slot
+    /// it was set for has been answered since), it is moved to the oldest slot's deadline. At
+    /// one caller that is once per `limit`, where a timer per call would be set and cleared on
+    /// every call.
+    // ANCHOR: mux_deadline
+    async fn read_more(&mut self, shared: &Shared) -> Result<()> {
+        // What is left is the start of one reply, moved to the front once. The buffer grows
+        // only with bytes that arrived, never with a length the server merely claims.
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.reserve(READ_CHUNK);
+        let ReadSide {
+            stream,
+            buf,
+            deadline,
+            limit,
+            ..
+        } = self;
+        let mut read = pin!(stream.read_buf(buf));
+        let read = poll_fn(|cx| {
+            if let Poll::Ready(read) = read.as_mut().poll(cx) {
+                return Poll::Ready(read.map_err(Error::from));
+            }
+            while deadline.as_mut().poll(cx).is_ready() {
+                let queue = shared.lock();
+                // No slot: the connection failed while this caller read for itself.
+                let Some(oldest) = queue.slots.front() else {
+                    return Poll::Ready(Err(queue.failure.clone().unwrap_or_else(gone)));
+                };
+                let due = oldest.queued_at + *limit;
+                if due <= Instant::now() {
+                    let late = Error::Timeout(format!("no reply within {limit:?}"));
+                    return Poll::Ready(Err(late));
+                }
+                deadline.as_mut().reset(due);
+            }
+            Poll::Pending
+        });
+        match read.await? {
+            0 => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed").into()),
+            _ => Ok(()),
+        }
+    }
+    // ANCHOR_END: mux_deadline
 }
 
 /// A handle on one multiplexed connection, speaking protocol `P`. Cloning it is cheap and
@@ -204,14 +461,14 @@ impl Shared {
 #[derive(Clone)]
 pub struct Multiplexed<P> {
     shared: Arc<Shared>,
-    /// The writer and the reader, aborted when the last clone is dropped.
-    _tasks: Arc<JoinSet<()>>,
+    /// The writer, aborted when the last clone is dropped.
+    _writer: Arc<JoinSet<()>>,
     protocol: PhantomData<fn() -> P>,
 }
 
 impl<P: Protocol> Multiplexed<P> {
-    /// Connects over TCP or a Unix socket and starts the writer and reader tasks; must be
-    /// awaited on the tokio runtime the callers will run on.
+    /// Connects over TCP or a Unix socket and starts the writer task; must be awaited on the
+    /// tokio runtime the callers will run on.
     pub async fn connect(endpoint: &Endpoint, options: &Options) -> Result<Self> {
         let fail = |source| Error::Io(source).while_connecting(endpoint);
         Ok(match endpoint {
@@ -232,34 +489,68 @@ impl<P: Protocol> Multiplexed<P> {
         })
     }
 
-    /// Starts the writer and reader tasks over the two halves of a connected stream (a test can
-    /// hand in a counted stream), with the options' read and write timeouts. Must be called on a
+    /// Shares the two halves of a connected stream (a test can hand in a counted stream), with
+    /// the options' read and write timeouts, and starts the writer task. Must be called on a
     /// tokio runtime.
     pub fn over(
         read_half: impl AsyncRead + Unpin + Send + 'static,
         write_half: impl AsyncWrite + Unpin + Send + 'static,
         options: &Options,
     ) -> Self {
-        let shared = Arc::new(Shared::default());
-        let mut tasks = JoinSet::new();
-        let reader = read_replies::<P>(Arc::clone(&shared), read_half, options.read_timeout);
-        tasks.spawn(fail_on_error(Arc::clone(&shared), reader));
-        let writer = write_batches(Arc::clone(&shared), write_half, options.write_timeout);
-        tasks.spawn(fail_on_error(Arc::clone(&shared), writer));
+        let read_side = Box::new(ReadSide {
+            stream: Box::new(read_half),
+            buf: Vec::new(),
+            start: 0,
+            deadline: Box::pin(sleep(options.read_timeout)),
+            limit: options.read_timeout,
+        });
+        let queue = Queue {
+            write_buf: Vec::new(),
+            written: 0,
+            write_side: Box::new(write_half),
+            slots: VecDeque::new(),
+            next_id: 0,
+            read_side: Some(read_side),
+            broken: Broken::default(),
+            failure: None,
+        };
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(queue),
+            wake_writer: Notify::new(),
+            wrote: Notify::new(),
+        });
+        let mut writer = JoinSet::new();
+        writer.spawn(write_batches(Arc::clone(&shared), options.write_timeout));
         Multiplexed {
             shared,
-            _tasks: Arc::new(tasks),
+            _writer: Arc::new(writer),
             protocol: PhantomData,
         }
     }
 
-    /// Queues one command and returns the receiver its reply will arrive on. The bytes and the
-    /// slot go in under one lock, so the slots are in the order of the bytes.
+    /// Queues one command; how its caller will get the answer.
     // ANCHOR: mux_send
-    fn send(&self, command: Command, args: &[&[u8]]) -> Result<Receiver> {
-        let receiver = self.shared.lock().push::<P>(command, args)?;
-        self.shared.wake_writer.notify_one();
-        Ok(receiver)
+    fn send(&self, command: Command, args: &[&[u8]]) -> Result<Call> {
+        let mut queue = self.shared.lock();
+        let idle = queue.slots.is_empty() && queue.write_buf.is_empty();
+        queue.push::<P>(command, args)?;
+        let newest = queue.slots.len() - 1;
+        let call = queue.wait_for(&self.shared, newest);
+        self.write(queue, idle);
+        Ok(call)
+    }
+
+    /// Sends what is queued. On an idle connection the caller writes it at once, as the
+    /// socket takes it without waiting: nothing else is in flight to share a write with.
+    /// Behind commands in flight, or for what the socket did not take, the writer is woken,
+    /// and sends whatever has been queued by the time it runs.
+    fn write(&self, mut queue: MutexGuard<'_, Queue>, idle: bool) {
+        let mut now = Context::from_waker(Waker::noop());
+        let written = idle && matches!(queue.poll_write_queued(&mut now), Poll::Ready(Ok(())));
+        drop(queue);
+        if !written {
+            self.shared.wake_writer.notify_one();
+        }
     }
     // ANCHOR_END: mux_send
 
@@ -269,30 +560,43 @@ impl<P: Protocol> Multiplexed<P> {
     fn send_all<'a>(
         &self,
         commands: impl Iterator<Item = (Command, &'a [&'a [u8]])>,
-    ) -> Result<Vec<Receiver>> {
+    ) -> Result<Vec<Call>> {
         let mut queue = self.shared.lock();
-        let (bytes, slots) = (queue.write_buf.len(), queue.slots.len());
-        let queued: Result<Vec<_>> = commands.map(|(c, args)| queue.push::<P>(c, args)).collect();
-        if queued.is_err() {
-            queue.write_buf.truncate(bytes);
-            queue.slots.truncate(slots);
+        let (idle, bytes, first) = (
+            queue.slots.is_empty() && queue.write_buf.is_empty(),
+            queue.write_buf.len(),
+            queue.slots.len(),
+        );
+        for (command, args) in commands {
+            if let Err(error) = queue.push::<P>(command, args) {
+                queue.write_buf.truncate(bytes);
+                queue.slots.truncate(first);
+                return Err(error);
+            }
         }
-        drop(queue);
-        self.shared.wake_writer.notify_one();
-        queued
+        let calls = (first..queue.slots.len())
+            .map(|index| queue.wait_for(&self.shared, index))
+            .collect();
+        self.write(queue, idle);
+        Ok(calls)
     }
     // ANCHOR_END: mux_send_all
 
-    /// Waits for the reply on `receiver`: no timer of its own, as the reader fails the
-    /// connection, and with it this call, once the oldest reply is overdue (see the crate docs).
-    /// An error reply is this caller's [`Error::Server`].
-    async fn receive(&self, receiver: Receiver) -> Result<Answer> {
-        match receiver.await {
-            Ok(Ok(Answer::Error(message))) => Err(Error::Server(message)),
-            Ok(answer) => answer,
-            // The slot dropped unanswered: never, as the reader and `fail` answer each they take.
-            Err(_) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
-        }
+    /// Waits for a call's answer: sent by the caller reading, or read by this one when its turn
+    /// comes. No timer of its own: the reader fails the connection, and with it this call, once
+    /// the oldest reply is overdue (see the crate docs). An error reply is this caller's
+    /// [`Error::Server`].
+    async fn receive(&self, call: Call) -> Result<Answer> {
+        let mut reader = match call.waiting {
+            Waiting::Turn(reader) => reader,
+            Waiting::Receiver(receiver) => match receiver.await {
+                Ok(Delivery::Answer(answer)) => return judged(answer),
+                Ok(Delivery::Turn(reader)) => reader,
+                // The slot dropped unanswered: never, as readers and `fail` answer each they take.
+                Err(_) => return Err(gone()),
+            },
+        };
+        judged(reader.read_until::<P>(call.id).await)
     }
 
     /// Queues one command and waits for its answer.
@@ -346,138 +650,65 @@ impl<P: Protocol> Multiplexed<P> {
     pub async fn set_many(&self, items: &[(&[u8], &[u8])]) -> Result<()> {
         let (mut waiting, mut waiting_bytes) = (VecDeque::new(), 0);
         for &(key, value) in items {
-            let receiver = self.send(Command::Set(None), &[key, value])?;
-            waiting.push_back((receiver, key.len() + value.len()));
+            let call = self.send(Command::Set(None), &[key, value])?;
+            waiting.push_back((call, key.len() + value.len()));
             waiting_bytes += key.len() + value.len();
             while waiting.len() > SET_MANY_WINDOW || waiting_bytes > SET_MANY_WINDOW_BYTES {
-                let Some((receiver, len)) = waiting.pop_front() else {
+                let Some((call, len)) = waiting.pop_front() else {
                     break;
                 };
                 waiting_bytes -= len;
-                self.receive(receiver).await?;
+                self.receive(call).await?;
             }
         }
-        for (receiver, _) in waiting {
-            self.receive(receiver).await?;
+        for (call, _) in waiting {
+            self.receive(call).await?;
         }
         Ok(())
     }
     // ANCHOR_END: mux_set_many
 }
 
-/// Runs one of the connection's tasks; its error fails the connection.
-async fn fail_on_error(shared: Arc<Shared>, task: impl Future<Output = Result<()>>) {
-    if let Err(error) = task.await {
-        shared.fail(error);
+/// A caller's answer: an error reply is its [`Error::Server`].
+fn judged(answer: Result<Answer>) -> Result<Answer> {
+    match answer {
+        Ok(Answer::Error(message)) => Err(Error::Server(message)),
+        answer => answer,
     }
 }
 
-/// The writer task. Each time it is woken it takes everything queued, by however many callers,
-/// and sends it with one `write`.
+/// The writer task. Each time it is woken it sends everything queued, by however many callers,
+/// with one `write`; its error fails the connection.
 // ANCHOR: mux_batch
-async fn write_batches(
-    shared: Arc<Shared>,
-    mut stream: impl AsyncWrite + Unpin,
-    limit: Duration,
-) -> Result<()> {
-    let mut batch = Vec::new();
+async fn write_batches(shared: Arc<Shared>, limit: Duration) {
     loop {
         shared.wake_writer.notified().await;
-        std::mem::swap(&mut shared.lock().write_buf, &mut batch);
-        if batch.is_empty() {
-            continue; // Woken for commands an earlier batch took, or after a failure.
-        }
-        // The reader starts now: replies can arrive before the write returns.
-        shared.wake_reader.notify_one();
         // Almost every write finishes at once, into the socket's buffer: a timer is armed only
         // for one that has to wait, so that the common case pays for none.
-        {
-            let mut write = pin!(stream.write_all(&batch));
-            match poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
-                Poll::Ready(written) => written?,
-                Poll::Pending => timeout(limit, write)
-                    .await
-                    .map_err(|_| Error::Timeout(format!("a write incomplete after {limit:?}")))??,
+        let mut write = pin!(poll_fn(|cx| {
+            let mut queue = shared.lock();
+            let written = queue.written;
+            let polled = queue.poll_write_queued(cx);
+            if queue.written > written {
+                // A reader may wait for these bytes: every step counts, as the server may stop
+                // reading until the replies to the first of them are read.
+                shared.wrote.notify_one();
             }
+            polled
+        }));
+        let written = match poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
+            Poll::Ready(written) => written.map_err(Error::from),
+            Poll::Pending => match timeout(limit, write).await {
+                Ok(written) => written.map_err(Error::from),
+                Err(_) => Err(Error::Timeout(format!(
+                    "a write incomplete after {limit:?}"
+                ))),
+            },
+        };
+        if let Err(error) = written {
+            shared.fail(error);
+            return;
         }
-        batch.clear();
     }
 }
 // ANCHOR_END: mux_batch
-
-/// The reader task: one reply for each slot, oldest first, each within `limit` of its queueing.
-// ANCHOR: mux_fifo
-async fn read_replies<P: Protocol>(
-    shared: Arc<Shared>,
-    mut stream: impl AsyncRead + Unpin,
-    limit: Duration,
-) -> Result<()> {
-    // Bytes received and not yet decoded: `read_buf[start..]`.
-    let (mut read_buf, mut start) = (Vec::new(), 0);
-    // One timer for the connection, not one per call: see `read_more`.
-    let mut deadline = pin!(sleep(limit));
-    loop {
-        // Nothing is read while no caller waits: bytes no command asked for are never buffered.
-        let command = loop {
-            if let Some(slot) = shared.lock().slots.front() {
-                break slot.command;
-            }
-            shared.wake_reader.notified().await;
-        };
-        let answer = loop {
-            if let Some((answer, len)) = P::decode(&read_buf[start..], command)? {
-                start += len;
-                break answer;
-            }
-            // What is left is the start of one reply, moved to the front once. The buffer grows
-            // only with bytes that arrived, never with a length the server merely claims.
-            read_buf.drain(..start);
-            start = 0;
-            read_buf.reserve(READ_CHUNK);
-            let read = stream.read_buf(&mut read_buf);
-            if read_more(read, deadline.as_mut(), &shared, limit).await? == 0 {
-                let closed = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
-                return Err(Error::Io(closed));
-            }
-        };
-        // A cancelled caller has dropped its receiver: its reply is dropped here. (No slot left
-        // means the connection failed meanwhile.)
-        if let Some(slot) = shared.lock().slots.pop_front() {
-            let _ = slot.reply.send(Ok(answer));
-        }
-    }
-}
-// ANCHOR_END: mux_fifo
-
-/// Waits for `read`, unless the oldest slot's reply is overdue first: `limit` after it was
-/// queued, the connection fails with [`Error::Timeout`]. Replies come in order, so only the
-/// oldest slot's deadline can be the first to pass: one timer, `deadline`, watches it. The timer
-/// is never set later than that deadline, only earlier: when it fires early (the slot it was set
-/// for has been answered since), it is moved to the oldest slot's deadline. At one caller that is
-/// once per `limit`, where a timer per call would be set and cleared on every call.
-// ANCHOR: mux_deadline
-async fn read_more(
-    read: impl Future<Output = io::Result<usize>>,
-    mut deadline: Pin<&mut Sleep>,
-    shared: &Shared,
-    limit: Duration,
-) -> Result<usize> {
-    let mut read = pin!(read);
-    poll_fn(|cx| {
-        if let Poll::Ready(read) = read.as_mut().poll(cx) {
-            return Poll::Ready(read.map_err(Error::from));
-        }
-        while deadline.as_mut().poll(cx).is_ready() {
-            let oldest = shared.lock().slots.front().map(|slot| slot.queued_at);
-            let due = oldest.unwrap_or_else(Instant::now) + limit;
-            if due <= Instant::now() {
-                let late = Error::Timeout(format!("no reply within {limit:?}"));
-                return Poll::Ready(Err(late));
-            }
-            deadline.as_mut().reset(due);
-        }
-        Poll::Pending
-    })
-    .await
-}
-// ANCHOR_END: mux_deadline

@@ -49,8 +49,8 @@ impl<P: Protocol> Multiplexed<P> {
             .iter()
             .map(|key| (Command::Get, std::slice::from_ref(key)));
         let mut values = Vec::with_capacity(keys.len());
-        for (receiver, key) in self.send_all(gets)?.into_iter().zip(keys) {
-            values.push(self.value(self.receive(receiver).await?, key)?);
+        for (call, key) in self.send_all(gets)?.into_iter().zip(keys) {
+            values.push(self.value(self.receive(call).await?, key)?);
         }
         Ok(values)
     }

@@ -1,7 +1,7 @@
 //! What the multiplexer asks of a protocol. A [`Protocol`] appends a command to the write buffer
 //! and decodes the reply to a command into an [`Answer`], both without I/O, with the workspace's
 //! own codecs: [`Resp`](crate::Resp) (`kvbench-resp`) and [`Text`](crate::Text)
-//! (`kvbench-memcached-reply`). The queue, the two tasks and the matching of replies to callers
+//! (`kvbench-memcached-reply`). The queue, the writer, the turns to read and the matching of replies to callers
 //! are the same for both.
 
 use kvbench_core::{Error, Result};

@@ -4,7 +4,7 @@
 
 use kvbench_core::{Error, ReadBuffer, Result};
 use kvbench_resp::blocking::{read_pairs, read_transaction, read_values};
-use kvbench_resp::{Reply as RespReply, encode_command};
+use kvbench_resp::{Header, Reply as RespReply, encode_command};
 
 use crate::protocol::{answer, out_of_step};
 use crate::{Answer, Command, Protocol};
@@ -64,12 +64,14 @@ impl Protocol for Resp {
             }
             _ => {}
         }
+        if let Command::Get = command {
+            return decode_get(read_buf);
+        }
         let Some((reply, len)) = kvbench_resp::decode(read_buf)? else {
             return Ok(None);
         };
         let answer = match (command, reply) {
             (_, RespReply::Error(error)) => Answer::Error(String::from_utf8_lossy(&error).into()),
-            (Command::Get, RespReply::Bulk(value)) => Answer::Value(value, None),
             (Command::Set(_), RespReply::Simple(ok)) if ok == b"OK" => Answer::Stored,
             (Command::Delete | Command::Incr | Command::HSet, RespReply::Integer(n)) => {
                 Answer::Integer(n)
@@ -78,6 +80,26 @@ impl Protocol for Resp {
         };
         Ok(Some((answer, len)))
     }
+}
+
+/// A GET's reply, the call made most, read straight off its header and data, with no
+/// [`RespReply`] built in between: a bulk string, nil, or an error.
+fn decode_get(read_buf: &[u8]) -> Result<Option<(Answer, usize)>> {
+    let Some((header, start)) = kvbench_resp::parse_header(read_buf)? else {
+        return Ok(None);
+    };
+    let answer = match header {
+        Header::Bulk(Some(len)) => {
+            let Some((value, end)) = kvbench_resp::bulk_at(read_buf, start, len)? else {
+                return Ok(None);
+            };
+            return Ok(Some((Answer::Value(Some(value.to_vec()), None), end)));
+        }
+        Header::Bulk(None) => Answer::Value(None, None),
+        Header::Error(error) => Answer::Error(String::from_utf8_lossy(error).into()),
+        _ => return Err(out_of_step(Command::Get)),
+    };
+    Ok(Some((answer, start)))
 }
 
 // ANCHOR: mux_judged

@@ -14,7 +14,8 @@ pub const SPEC: ClientSpec = ClientSpec {
     name: "multiplexed",
     backend: Backend::Redis,
     summary: "hand-written multiplexer: one connection for every caller, a writer task sending \
-              all that is queued in one write, a reader task answering callers in order",
+              all that is queued behind commands in flight in one write, callers taking turns \
+              to read and answering each other in order",
     connect: |endpoint, options| connect_blocking(connect_async_resp(endpoint, options)),
     connect_async: Some(connect_async_resp),
     concurrency: Concurrency::Multiplexed(connect_shared_boxed::<Multiplexed<Resp>>),

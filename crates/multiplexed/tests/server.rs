@@ -493,3 +493,52 @@ fn one_timer_bounds_each_call_from_its_own_queueing() {
         drop(server_side);
     });
 }
+
+/// The caller reading for the others is cancelled halfway through a reply: the turn to read goes
+/// to the oldest caller still waiting, with the half-read reply kept; a turn handed to a caller
+/// that then gives up goes on to the next. Every reply still reaches its own caller, and the
+/// replies of the callers that gave up are read and thrown away. A scripted peer answers.
+#[test]
+fn the_turn_to_read_passes_on_when_the_reader_gives_up() {
+    use tokio::io::AsyncWriteExt;
+    let runtime = runtime();
+    runtime.block_on(async {
+        let (client_side, mut server_side) = tokio::io::duplex(1 << 16);
+        let (read_half, write_half) = tokio::io::split(client_side);
+        let client = Multiplexed::<Resp>::over(read_half, write_half, &Options::default());
+        let mut now = Context::from_waker(Waker::noop());
+        // `a`, queued on an idle connection, reads for itself; the others wait behind it.
+        let mut a = Box::pin(client.get(b"a"));
+        let mut b = Box::pin(client.get(b"b"));
+        let mut c = Box::pin(client.get(b"c"));
+        let mut d = Box::pin(client.get(b"d"));
+        for call in [&mut a, &mut b, &mut c, &mut d] {
+            assert!(call.as_mut().poll(&mut now).is_pending());
+        }
+        server_side.write_all(b"$1\r\n").await.unwrap();
+        assert!(
+            a.as_mut().poll(&mut now).is_pending(),
+            "half a reply is no answer"
+        );
+        drop(a); // The turn goes to `b`, which gives up before it runs: on to `c`.
+        drop(b);
+        server_side
+            .write_all(b"a\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n")
+            .await
+            .unwrap();
+        assert_eq!(answered(c).await.as_deref(), Some(&b"c"[..]));
+        assert_eq!(answered(d).await.as_deref(), Some(&b"d"[..]));
+        // No caller reads now: the next call takes the turn.
+        server_side.write_all(b"$1\r\ne\r\n").await.unwrap();
+        assert_eq!(answered(client.get(b"e")).await.as_deref(), Some(&b"e"[..]));
+    });
+}
+
+/// A GET's value. A lost turn to read would leave the call waiting for ever: bounded here, so
+/// that it fails rather than hangs.
+async fn answered(
+    get: impl Future<Output = kvbench_core::Result<Option<Vec<u8>>>>,
+) -> Option<Vec<u8>> {
+    let within = tokio::time::timeout(std::time::Duration::from_secs(5), get).await;
+    within.expect("no answer: a lost turn to read").unwrap()
+}
