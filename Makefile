@@ -69,7 +69,7 @@ reference:
 	@cc=$$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null); \
 	if [ -n "$$cc" ] && [ "$$cc" != cubic ]; then \
 	  echo "make reference: TCP congestion control is $$cc; the reference is measured with cubic:" \
-	    "sudo sysctl -w net.ipv4.tcp_congestion_control=cubic" >&2; exit 1; \
+	    "sysctl -w net.ipv4.tcp_congestion_control=cubic (as root)" >&2; exit 1; \
 	fi
 	RUN_ID=reference REPEAT=2 REPEAT_CELLS=get/3B/tcp,get/3B/unix $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick

@@ -67,7 +67,7 @@ pub fn congestion_control_warning(congestion_control: &str) -> Option<String> {
          estimate, which differs from connection to connection: over loopback, two connections \
          of one client answered GET 1 MiB up to 1.6 times apart (the cell's A/A check shows \
          it), so TCP cells with large values compare connections, not clients. Before the run: \
-         `sudo sysctl -w net.ipv4.tcp_congestion_control=cubic`"
+         `sysctl -w net.ipv4.tcp_congestion_control=cubic`, as root"
     ))
 }
 

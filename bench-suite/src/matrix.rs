@@ -425,7 +425,7 @@ pub const FULL: Policy = Policy {
     min_rounds_deep: 5,
     max_rounds: 5_000,
     round_budget: Duration::from_secs(5),
-    round_budget_deep: Duration::from_secs(20),
+    round_budget_deep: Duration::from_secs(40),
     tool_runs: 8,
     min_tool_runs: 5,
     min_memaslap_runs: 5,

@@ -261,7 +261,7 @@ where
         self.connection.pipeline(
             |write_buf| {
                 for key in keys {
-                    kvbench_resp::encode_command(write_buf, &[b"GET", key]);
+                    kvbench_resp::encode_get(write_buf, key);
                 }
             },
             |read_buf, stream| {

@@ -59,7 +59,7 @@ use kvbench_core::{
     Result, Transport,
 };
 use kvbench_resp::blocking::{self, Connection, MultiBulk};
-use kvbench_resp::{encode_command, encode_set};
+use kvbench_resp::{encode_command, encode_get, encode_set};
 
 mod map;
 
@@ -442,7 +442,7 @@ impl Client for ClusterClient {
         let redirected = self.scatter(
             keys,
             |&key| key,
-            |write_buf, key| encode_command(write_buf, &[b"GET", key]),
+            |write_buf, key| encode_get(write_buf, key),
             |read_buf, stream, unread| {
                 values[unread[0]] = blocking::read_value(read_buf, stream)?;
                 Ok(1)

@@ -77,13 +77,14 @@
 //! without touching the socket. There is no reconnect.
 //!
 //! The [timeout rules](kvbench_core::Options#timeouts) every client follows hold here as timers:
-//! a call waits for its reply at most [`Options::read_timeout`] from the moment it is queued; a
-//! later reply fails the connection, as a read timeout does in every hand-written client:
-//! replies come in order, so every caller behind the late one is stuck too. That order also
-//! means one timer is enough: the oldest slot's reply is always the first one due, so the reader
-//! watches that deadline alone, and a call pays for a clock reading, not for a timer set and
-//! cleared (`read_more`). The timer travels with the read side, so whichever caller reads
-//! watches it. Each batch's `write` gets at most [`Options::write_timeout`], with a
+//! a call waits for its reply [`Options::read_timeout`] from the moment it is queued (noticed
+//! within a quarter of it more); a later reply fails the connection, as a read timeout does in
+//! every hand-written client: replies come in order, so every caller behind the late one is
+//! stuck too. That order also means one timer is enough: the oldest slot's reply is always the
+//! first one due, so the reader watches that one alone. The timer ticks every quarter of the
+//! timeout and a slot notes the tick it was queued in (`read_more`): a call pays for neither a
+//! clock reading nor a timer set and cleared. The timer travels with the read side, so
+//! whichever caller reads watches it. Each batch's `write` gets at most [`Options::write_timeout`], with a
 //! timer armed only when the write has to wait. A reply is taken only for a command written
 //! whole: a peer that answers before it has read (no server does) is waited out until the
 //! writer has written, its write timeout bounding the wait. The connection is opened as every hand-written
@@ -93,8 +94,8 @@
 //!
 //! # Cost model and faces
 //!
-//! Per call at one caller: a lock to queue, a clock reading, the `write`, the `read`, a lock to
-//! take the answer and one to give the read side back; a GET hit allocates its value (memcached:
+//! Per call at one caller: a lock to queue, the `write`, the `read`, and a lock to take the
+//! answer and give the read side back; a GET hit allocates its value (memcached:
 //! its echoed key too). Under many callers, per call: a oneshot (one allocation), its wake-up,
 //! and a share of the writer's wake-up, its `write`, a reader's `read` and a hand-over of the
 //! read side. A reply of many parts (`MGET`'s array, a multi-key get's blocks, a transaction's
@@ -138,6 +139,10 @@ use tokio::time::{Instant, Sleep, sleep, timeout};
 /// Room made for each `read`; the read buffer grows beyond it only for a larger reply.
 pub const READ_CHUNK: usize = 64 * 1024;
 
+/// How many times the read timer ticks in one read timeout: a late reply is noticed at most
+/// this fraction of the timeout after it fell due.
+pub const TICKS_PER_TIMEOUT: u32 = 4;
+
 /// Most `set_many` commands waiting for their replies at once.
 pub const SET_MANY_WINDOW: usize = 4096;
 
@@ -151,15 +156,15 @@ enum Delivery {
     Turn(Reader),
 }
 
-/// A command queued or in flight: its place in the stream, the reply it must get, when it was
-/// queued (its reply is due a read timeout later), and where its caller waits (none while its
-/// caller reads for itself).
+/// A command queued or in flight: its place in the stream, the reply it must get, the read
+/// timer's tick it was queued in (its reply is due a read timeout of ticks later), and where
+/// its caller waits (none while its caller reads for itself).
 struct Slot {
     id: u64,
     command: Command,
     /// Where its bytes end in the stream: written whole once `Queue::written` reaches it.
     end: u64,
-    queued_at: Instant,
+    tick: u64,
     reply: Option<oneshot::Sender<Delivery>>,
 }
 
@@ -182,8 +187,11 @@ struct ReadSide {
     /// Bytes received and not yet decoded: `buf[start..]`.
     buf: Vec<u8>,
     start: usize,
-    /// The connection's one read timer (see `read_more`), and its limit.
-    deadline: Pin<Box<Sleep>>,
+    /// The connection's one read timer, ticking every [`TICKS_PER_TIMEOUT`]th of `limit`
+    /// while a caller reads (see `read_more`).
+    timer: Pin<Box<Sleep>>,
+    /// The task the timer wakes: the one that polled it last.
+    timer_waker: Option<Waker>,
     limit: Duration,
 }
 
@@ -198,6 +206,8 @@ struct Queue {
     /// replies, and of their deadlines.
     slots: VecDeque<Slot>,
     next_id: u64,
+    /// Ticks of the read timer so far.
+    ticks: u64,
     /// The read half while no caller is reading (boxed, as it moves from caller to caller).
     read_side: Option<Box<ReadSide>>,
     /// Set by the first error that leaves the stream out of step, which `failure` keeps for a
@@ -214,13 +224,11 @@ impl Queue {
         let end = self.written + self.write_buf.len() as u64;
         let id = self.next_id;
         self.next_id += 1;
-        // Read under the lock, so that the deadlines are in the order of the slots.
-        let queued_at = Instant::now();
         self.slots.push_back(Slot {
             id,
             command,
             end,
-            queued_at,
+            tick: self.ticks,
             reply: None,
         });
         Ok(id)
@@ -348,16 +356,12 @@ impl Reader {
 
     /// Reads replies until slot `id`'s is in, handing each of the others to its caller; then
     /// hands out the replies already received behind it, so that one `read` answers every
-    /// caller it can. An error that may leave the stream out of step fails the connection.
-    async fn read_until<P: Protocol>(&mut self, id: u64) -> Result<Answer> {
-        let replies = self.answer_slots::<P>(id).await;
-        replies.map_err(|error| self.shared.fail(error))
-    }
-
+    /// caller it can. Its error may leave the stream out of step: the caller fails the
+    /// connection with it.
     // ANCHOR: mux_fifo
     async fn answer_slots<P: Protocol>(&mut self, id: u64) -> Result<Answer> {
-        let Reader { shared, side } = self;
-        let side = side.as_mut().ok_or_else(gone)?;
+        let Reader { shared, side: turn } = self;
+        let side = turn.as_mut().ok_or_else(gone)?;
         let mut own = None;
         // Each reply answers the oldest slot (none left: the connection failed meanwhile).
         let mut oldest = shared.lock().oldest();
@@ -378,15 +382,19 @@ impl Reader {
                 continue;
             };
             side.start += len;
-            let (slot, next) = {
-                let mut queue = shared.lock();
-                let slot = queue.slots.pop_front();
-                (slot, queue.oldest())
-            };
-            oldest = next;
+            let mut queue = shared.lock();
+            let slot = queue.slots.pop_front();
+            oldest = queue.oldest();
             let Some(slot) = slot else {
                 break;
             };
+            if slot.id == id && oldest.is_none() {
+                // Nothing else in flight, so no one to hand the read side to: it goes back
+                // now, under this lock, rather than under one more when `self` drops.
+                queue.read_side = turn.take();
+                return Ok(answer);
+            }
+            drop(queue);
             if slot.id == id {
                 own = Some(answer);
             } else if let Some(reply) = slot.reply {
@@ -407,24 +415,30 @@ fn gone() -> Error {
 impl ReadSide {
     /// Reads more bytes, unless the oldest slot's reply is overdue first: `limit` after it was
     /// queued, the connection fails with [`Error::Timeout`]. Replies come in order, so only the
-    /// oldest slot's deadline can be the first to pass: one timer, `deadline`, watches it. The
-    /// timer is never set later than that deadline, only earlier: when it fires early (the slot
-    /// it was set for has been answered since), it is moved to the oldest slot's deadline. At
-    /// one caller that is once per `limit`, where a timer per call would be set and cleared on
-    /// every call.
+    /// oldest slot's deadline can be the first to pass, and one timer watches it. The timer
+    /// ticks every [`TICKS_PER_TIMEOUT`]th of `limit` while a caller reads, and a slot
+    /// remembers the tick it was queued in: once a whole `limit` of ticks has gone by since,
+    /// the reply is late. A tick is counted when it is seen and the next is set from then, so
+    /// no tick comes early and no reply is called late before its `limit`; one is noticed at
+    /// most a tick after. A call pays for no clock reading and no timer of its own: at one
+    /// caller, the timer is reset a few times per `limit`, where a deadline per call would be
+    /// set and cleared on every call.
     // ANCHOR: mux_deadline
     async fn read_more(&mut self, shared: &Shared) -> Result<()> {
         // What is left is the start of one reply, moved to the front once. The buffer grows
         // only with bytes that arrived, never with a length the server merely claims.
-        if self.start > 0 {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+        } else {
             self.buf.drain(..self.start);
-            self.start = 0;
         }
+        self.start = 0;
         self.buf.reserve(READ_CHUNK);
         let ReadSide {
             stream,
             buf,
-            deadline,
+            timer,
+            timer_waker,
             limit,
             ..
         } = self;
@@ -433,18 +447,32 @@ impl ReadSide {
             if let Poll::Ready(read) = read.as_mut().poll(cx) {
                 return Poll::Ready(read.map_err(Error::from));
             }
-            while deadline.as_mut().poll(cx).is_ready() {
-                let queue = shared.lock();
+            // The timer is polled only when it has fired or another task reads: polling it
+            // again for the same task would only register the same waker again.
+            let same_task = timer_waker
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()));
+            if same_task && !timer.is_elapsed() {
+                return Poll::Pending;
+            }
+            while timer.as_mut().poll(cx).is_ready() {
+                let mut queue = shared.lock();
                 // No slot: the connection failed while this caller read for itself.
-                let Some(oldest) = queue.slots.front() else {
+                let Some(queued) = queue.slots.front().map(|oldest| oldest.tick) else {
                     return Poll::Ready(Err(queue.failure.clone().unwrap_or_else(gone)));
                 };
-                let due = oldest.queued_at + *limit;
-                if due <= Instant::now() {
+                queue.ticks += 1;
+                // Whole ticks since the first after it was queued: `limit` of them, it is late.
+                if queue.ticks - queued > u64::from(TICKS_PER_TIMEOUT) {
                     let late = Error::Timeout(format!("no reply within {limit:?}"));
                     return Poll::Ready(Err(late));
                 }
-                deadline.as_mut().reset(due);
+                timer
+                    .as_mut()
+                    .reset(Instant::now() + *limit / TICKS_PER_TIMEOUT);
+            }
+            if !same_task {
+                *timer_waker = Some(cx.waker().clone());
             }
             Poll::Pending
         });
@@ -501,7 +529,8 @@ impl<P: Protocol> Multiplexed<P> {
             stream: Box::new(read_half),
             buf: Vec::new(),
             start: 0,
-            deadline: Box::pin(sleep(options.read_timeout)),
+            timer: Box::pin(sleep(options.read_timeout / TICKS_PER_TIMEOUT)),
+            timer_waker: None,
             limit: options.read_timeout,
         });
         let queue = Queue {
@@ -510,6 +539,7 @@ impl<P: Protocol> Multiplexed<P> {
             write_side: Box::new(write_half),
             slots: VecDeque::new(),
             next_id: 0,
+            ticks: 0,
             read_side: Some(read_side),
             broken: Broken::default(),
             failure: None,
@@ -586,7 +616,8 @@ impl<P: Protocol> Multiplexed<P> {
     /// comes. No timer of its own: the reader fails the connection, and with it this call, once
     /// the oldest reply is overdue (see the crate docs). An error reply is this caller's
     /// [`Error::Server`].
-    async fn receive(&self, call: Call) -> Result<Answer> {
+    async fn receive(&self, call: Result<Call>) -> Result<Answer> {
+        let call = call?;
         let mut reader = match call.waiting {
             Waiting::Turn(reader) => reader,
             Waiting::Receiver(receiver) => match receiver.await {
@@ -596,12 +627,13 @@ impl<P: Protocol> Multiplexed<P> {
                 Err(_) => return Err(gone()),
             },
         };
-        judged(reader.read_until::<P>(call.id).await)
+        let answer = reader.answer_slots::<P>(call.id).await;
+        judged(answer.map_err(|error| self.shared.fail(error)))
     }
 
     /// Queues one command and waits for its answer.
     async fn call(&self, command: Command, args: &[&[u8]]) -> Result<Answer> {
-        self.receive(self.send(command, args)?).await
+        self.receive(self.send(command, args)).await
     }
 
     /// An answer that does not fit the call it answers (a VALUE for another key): the replies
@@ -658,11 +690,11 @@ impl<P: Protocol> Multiplexed<P> {
                     break;
                 };
                 waiting_bytes -= len;
-                self.receive(call).await?;
+                self.receive(Ok(call)).await?;
             }
         }
         for (call, _) in waiting {
-            self.receive(call).await?;
+            self.receive(Ok(call)).await?;
         }
         Ok(())
     }

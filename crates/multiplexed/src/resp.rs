@@ -4,7 +4,7 @@
 
 use kvbench_core::{Error, ReadBuffer, Result};
 use kvbench_resp::blocking::{read_pairs, read_transaction, read_values};
-use kvbench_resp::{Header, Reply as RespReply, encode_command};
+use kvbench_resp::{Header, Reply as RespReply, encode_command, encode_get, encode_set};
 
 use crate::protocol::{answer, out_of_step};
 use crate::{Answer, Command, Protocol};
@@ -19,8 +19,8 @@ impl Protocol for Resp {
     fn encode(write_buf: &mut Vec<u8>, command: Command, args: &[&[u8]]) -> Result<()> {
         let mut ttl = itoa::Buffer::new();
         match (command, args) {
-            (Command::Get, [key]) => encode_command(write_buf, &[b"GET", key]),
-            (Command::Set(None), [key, value]) => encode_command(write_buf, &[b"SET", key, value]),
+            (Command::Get, [key]) => encode_get(write_buf, key),
+            (Command::Set(None), [key, value]) => encode_set(write_buf, key, value),
             (Command::Set(Some(secs)), [key, value]) => {
                 let ttl = ttl.format(secs).as_bytes();
                 encode_command(write_buf, &[b"SET", key, value, b"EX", ttl]);
@@ -47,6 +47,9 @@ impl Protocol for Resp {
     }
 
     fn decode(read_buf: &[u8], command: Command) -> Result<Option<(Answer, usize)>> {
+        if let Command::Get = command {
+            return decode_get(read_buf);
+        }
         // Replies with parts are judged by the blocking clients' readers, once all are in.
         match command {
             Command::GetMany(keys) => {
@@ -63,9 +66,6 @@ impl Protocol for Resp {
                 });
             }
             _ => {}
-        }
-        if let Command::Get = command {
-            return decode_get(read_buf);
         }
         let Some((reply, len)) = kvbench_resp::decode(read_buf)? else {
             return Ok(None);

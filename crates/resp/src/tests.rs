@@ -731,3 +731,54 @@ fn encode_set_writes_what_the_codec_writes() {
         assert_eq!(fast, codec);
     }
 }
+
+#[test]
+fn encode_get_and_the_codec_write_the_commands_bytes() {
+    for len in (0..=12).chain([99, 100, 12345]) {
+        let key = vec![b'k'; len];
+        let expected = [
+            format!("*2\r\n$3\r\nGET\r\n${len}\r\n").as_bytes(),
+            &key,
+            b"\r\n",
+        ]
+        .concat();
+        let (mut fast, mut codec) = (Vec::new(), Vec::new());
+        encode_get(&mut fast, &key);
+        encode_command(&mut codec, &[b"GET", &key]);
+        assert_eq!(fast, expected, "encode_get, key of {len} bytes");
+        assert_eq!(codec, expected, "encode_command, key of {len} bytes");
+    }
+}
+
+/// A one-digit header is read without looking for its CRLF; it must read as any other.
+#[test]
+fn one_digit_headers_read_as_longer_ones_do() {
+    for n in 0..=20_i64 {
+        let len = usize::try_from(n).unwrap();
+        let line = |type_byte: char| format!("{type_byte}{n}\r\n").into_bytes();
+        let consumed = line('$').len();
+        assert_eq!(
+            parse_header(&line('$')),
+            Ok(Some((Header::Bulk(Some(len)), consumed)))
+        );
+        assert_eq!(
+            parse_header(&line('*')),
+            Ok(Some((Header::Array(Some(len)), consumed)))
+        );
+        assert_eq!(
+            parse_header(&line(':')),
+            Ok(Some((Header::Integer(n), consumed)))
+        );
+        let negative = format!(":-{n}\r\n").into_bytes();
+        let expected = (n > 0).then_some((Header::Integer(-n), negative.len()));
+        assert_eq!(parse_header(&negative).ok().flatten(), expected);
+    }
+    // A digit whose line goes on, or whose LF has not come, is not a one-digit header.
+    assert_eq!(
+        parse_header(b"$3\rx"),
+        Err(DecodeError::new(DecodeErrorKind::MissingCrlf, 2))
+    );
+    assert_eq!(parse_header(b"$3\r"), Ok(None));
+    assert_eq!(parse_header(b"$3"), Ok(None));
+    assert!(parse_header(b"+3\r\n").is_ok_and(|h| h == Some((Header::Simple(b"3"), 4))));
+}
