@@ -61,8 +61,9 @@ schema:
 	KVBENCH_WRITE_SCHEMA=1 $(CARGO) test -q -p kvbench-results --test schema committed_schema_matches_the_types
 
 ## The committed reference run: the full matrix, its headline GET cells (Redis and memcached GET 3 B
-## over TCP and Unix, one caller and many) twice, each time on fresh servers, so that the spread
-## between runs is measured beside the paired intervals; then its split-placement twin.
+## over TCP and Unix, one caller) twice, each time on fresh servers, so that the spread between
+## runs is measured beside the paired intervals (the cells of 256 callers and of a million items
+## are visited three times in any full run); then its split-placement twin.
 ## Measured with cubic, Linux's default TCP congestion control: with a pacing one (bbr), two
 ## connections of one client answer large values at different speeds (bench-suite/README.md).
 reference:
@@ -71,7 +72,7 @@ reference:
 	  echo "make reference: TCP congestion control is $$cc; the reference is measured with cubic:" \
 	    "sysctl -w net.ipv4.tcp_congestion_control=cubic (as root)" >&2; exit 1; \
 	fi
-	RUN_ID=reference REPEAT=2 REPEAT_CELLS=get/3B/tcp,get/3B/unix $(MAKE) --no-print-directory bench
+	RUN_ID=reference REPEAT=2 REPEAT_CELLS='get/3B/tcp$$,get/3B/unix$$' $(MAKE) --no-print-directory bench
 	PLACEMENT=split RUN_ID=reference/split $(MAKE) --no-print-directory bench-quick
 
 ## Whether the paired ratios hold from run to run: the headline cells (Redis and memcached GET 3 B

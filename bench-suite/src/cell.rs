@@ -160,19 +160,13 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
     } else {
         time(ctx, visit, &w, &args, &endpoint, &mut entries)
     };
-    if let Some(counter) = ctx.counter {
+    // Counted in the cell's first visit only: a count does not depend on the server start.
+    if let Some(counter) = ctx.counter.filter(|_| visit.repeat == 1) {
         let prefix = ctx.servers.key_prefix(cell.backend).to_string();
         count_pass(counter, ctx.dir, (&endpoint, prefix), &cell, &mut entries);
     }
 
-    // On someone else's server, leave nothing behind: the cell's keys go; verification already
-    // removed its own keys.
-    if ctx.servers.is_external(cell.backend) {
-        reference
-            .delete_many(&w.server_keys())
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
-    }
+    leave_nothing(ctx, &w, &mut reference)?;
     for (i, entry) in entries {
         let mut row = entry.row;
         row.seconds = Some(entry.seconds);
@@ -255,7 +249,7 @@ fn time<'w>(
     // The cost passes, one contender at a time, after every block is done.
     for (_, entry) in entries.iter_mut() {
         let started = Instant::now();
-        if entry.row.is_ok() && entry.measure.cost_calls > 0 {
+        if entry.row.is_ok() && entry.measure.cost_calls > 0 && visit.part == 1 {
             let row = cost_pass(ctx, &cell, w, entry);
             entry.row = row;
         }
@@ -380,6 +374,23 @@ pub(crate) fn prepare(
     Ok((endpoint, w, reference))
 }
 
+/// On someone else's server, leaves nothing behind: the cell's keys go (verification already
+/// removed its own).
+pub(crate) fn leave_nothing(
+    ctx: &Context<'_>,
+    w: &Workload,
+    reference: &mut Reference,
+) -> Result<()> {
+    let cell = &w.cell;
+    if ctx.servers.is_external(cell.backend) {
+        reference
+            .delete_many(&w.server_keys())
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("removing {cell}'s keys from the external server"))?;
+    }
+    Ok(())
+}
+
 /// The rounds: each a block of every contender still running, in a fresh random order (the A/A
 /// twin among them), until the plan's minimum is done, its budget is spent and every baseline
 /// tool has run its minimum, or the maximum is reached. A baseline tool's run takes ~100 ms (a
@@ -404,8 +415,8 @@ fn rounds(
     let sparse_interval = visit.rounds.budget / policy.tool_runs.max(1);
     // The runs a sparse contender waits for: memaslap's take seconds each.
     let min_runs = |entry: &Entry| match entry.live.name {
-        crate::baselines::MEMASLAP => policy.min_memaslap_runs,
-        _ => policy.min_tool_runs,
+        crate::baselines::MEMASLAP => visit.rounds.min_memaslap_runs,
+        _ => visit.rounds.min_tool_runs,
     };
     let sparse: Vec<bool> = entries.iter().map(|(_, e)| is_sparse(e, visit)).collect();
     // When each contender last ran, in the dense contenders' time.
@@ -956,7 +967,7 @@ fn with_wire_bytes(
 fn feed_criterion(ctx: &mut Context<'_>, visit: &Visit, entries: &[(usize, Entry)]) {
     let group_name = match visit.repeat {
         1 => visit.cell.id(),
-        repeat => format!("{} (run {repeat})", visit.cell.id()),
+        repeat => format!("{} (visit {repeat})", visit.cell.id()),
     };
     let mut group = ctx.criterion.benchmark_group(group_name);
     // Throughput before any function is registered, or it applies to none. Cells of many items

@@ -23,6 +23,29 @@ use crate::network_floor;
 /// does not depend on how many ran.
 pub const DEEP_PIPELINE: usize = 100_000;
 
+/// Callers from which a cell's rounds are shared out among several visits ([`parts`]).
+pub const PARTED_CALLERS: usize = 256;
+
+/// Pipelines at least this deep have their rounds shared out among several visits ([`parts`]).
+pub const PARTED_PIPELINE: usize = 1_000_000;
+
+/// How many visits, each against a freshly started server, share a cell's rounds: the mode's
+/// `parts` for a cell whose ratios were seen to move between server starts by more than its
+/// intervals allowed, else one. With 256 callers, a thread per caller ran 20-30 % slower against
+/// one start of the server than against another (relative to the multiplexer, in the same
+/// rounds); through a pipeline of a million, the reference's own A/A ratio was 0.93 in one run
+/// and 1.15 in another, and its blocks' rates fall in two clusters far apart. Rounds of one
+/// visit cannot see that, and a row's ratio then follows the one server start it had; three
+/// starts, a third of the rounds each, pooled, average it, for about the same time.
+pub fn parts(mode: Mode, cell: &Cell) -> u32 {
+    let parted = cell.concurrency >= PARTED_CALLERS
+        || (cell.op.is_pipeline_set() && cell.pipeline >= PARTED_PIPELINE);
+    match parted && !cell.open {
+        true => mode.policy().parts.max(1),
+        false => 1,
+    }
+}
+
 /// Where a contender's measurements come from.
 #[derive(Debug, Clone, Copy)]
 pub enum Source {
@@ -99,13 +122,20 @@ pub struct Rounds {
     pub max: u32,
     /// Rounds go on past `min` while the rounds so far took less than this.
     pub budget: Duration,
+    /// Runs of a baseline tool the rounds wait for (past the budget if need be).
+    pub min_tool_runs: u32,
+    /// The same for memaslap, whose runs take seconds.
+    pub min_memaslap_runs: u32,
 }
 
 /// One visit of a cell: its contenders, its reference and its rounds.
 #[derive(Debug, Clone)]
 pub struct Visit {
-    /// The repetition (1 to `REPEAT`).
+    /// The cell's visit, from 1 (to its runs, `REPEAT`, times its parts).
     pub repeat: u32,
+    /// Which of the cell's [`parts`] this visit is, from 1: the first of each run also makes
+    /// the cost passes (the others only add rounds). The cell's first visit also counts.
+    pub part: u32,
     /// The cell.
     pub cell: Cell,
     /// Every contender, run or not.
@@ -146,22 +176,22 @@ pub struct Servers {
 fn rounds(mode: Mode, cell: &Cell) -> Rounds {
     let policy = mode.policy();
     let deep = cell.op.is_pipeline_set() && cell.pipeline >= DEEP_PIPELINE;
+    // A part of a cell's visits runs its share of the rounds and of the tools' runs.
+    let parts = parts(mode, cell);
+    let (min, budget) = match deep {
+        true => (policy.min_rounds_deep, policy.round_budget_deep),
+        false => (policy.min_rounds, policy.round_budget),
+    };
     Rounds {
         block: match cell.concurrency {
             1 => policy.block,
             _ => policy.block_many,
         },
-        min: if deep {
-            policy.min_rounds_deep
-        } else {
-            policy.min_rounds
-        },
+        min: min.div_ceil(parts),
         max: policy.max_rounds,
-        budget: if deep {
-            policy.round_budget_deep
-        } else {
-            policy.round_budget
-        },
+        budget: budget / parts,
+        min_tool_runs: policy.min_tool_runs.div_ceil(parts),
+        min_memaslap_runs: policy.min_memaslap_runs.div_ceil(parts),
     }
 }
 
@@ -257,7 +287,7 @@ impl Plan {
                 self.visits.len(),
                 v.cell,
                 if v.repeat > 1 {
-                    format!(" (run {})", v.repeat)
+                    format!(" (visit {})", v.repeat)
                 } else {
                     String::new()
                 },
@@ -319,7 +349,9 @@ impl Visit {
         let policy = mode.policy();
         // Restarting the server, preparing the keys, connecting and verifying.
         let mut seconds = 0.5 + 0.05 * contenders;
-        if count != Counting::Off {
+        // A cell's later parts make no cost pass, and only its first visit counts.
+        let costs = self.part == 1;
+        if count != Counting::Off && self.repeat == 1 {
             // A counted child takes 1-3 s under valgrind (many callers about 10 s), two at once.
             let per_child = if self.cell.concurrency > 1 { 10.0 } else { 2.0 };
             let clients = (self.measured())
@@ -346,9 +378,10 @@ impl Visit {
             match c.source {
                 Source::RedisBenchmark => seconds += 0.15 * f64::from(self.rounds.min),
                 Source::Memaslap => seconds += 2.0 * f64::from(self.rounds.min),
-                _ => seconds += policy.cost_pass_seconds * 1.1,
+                _ if costs => seconds += policy.cost_pass_seconds * 1.1,
+                _ => {}
             }
-            if self.cell.concurrency > 1 && matches!(c.source, Source::Client(_)) {
+            if costs && self.cell.concurrency > 1 && matches!(c.source, Source::Client(_)) {
                 // The memory probe: a fresh process connects the callers.
                 seconds += 0.5;
             }
@@ -401,6 +434,7 @@ fn visit(
     };
     Visit {
         repeat,
+        part: (repeat - 1) % parts(mode, &cell) + 1,
         cell,
         aa: mode.policy().aa && !reference_candidates.is_empty(),
         reference_candidates,
@@ -552,7 +586,7 @@ fn reference_candidates(cell: &Cell, contenders: &[Contender]) -> Vec<&'static s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{Matrix, Placement};
+    use crate::matrix::{FULL, Matrix, Placement};
 
     fn settings(mode: Mode, cells: &[&str], repeat: u32) -> Settings {
         Settings {
@@ -765,11 +799,45 @@ mod tests {
                 "1 redis-cluster/get/3B/tcp",
                 "2 redis/get/3B/tcp",
                 "2 redis/get/3B/tcp/c256",
+                "2 memcached/get/3B/tcp/c256",
+                "3 redis/get/3B/tcp/c256",
+                "3 memcached/get/3B/tcp/c256",
+                "4 redis/get/3B/tcp/c256",
+                "5 redis/get/3B/tcp/c256",
+                "6 redis/get/3B/tcp/c256",
             ]
         );
+        // 256 callers: each run's rounds (and the tools' runs) shared out among three visits,
+        // the first of each run making the cost passes.
+        let c256 = |cell: &str| -> Vec<(u32, Rounds)> {
+            (plan.visits.iter())
+                .filter(|v| v.cell.id() == cell)
+                .map(|v| (v.part, v.rounds))
+                .collect()
+        };
+        let redis = c256("redis/get/3B/tcp/c256");
+        let parts: Vec<u32> = redis.iter().map(|(part, _)| *part).collect();
+        assert_eq!(parts, [1, 2, 3, 1, 2, 3]);
+        let rounds = redis[0].1;
+        assert_eq!(
+            (rounds.min, rounds.min_tool_runs, rounds.min_memaslap_runs),
+            (10, 2, 2)
+        );
+        assert_eq!(rounds.budget, FULL.round_budget / 3);
+        assert_eq!(c256("memcached/get/3B/tcp/c256").len(), 3);
+        // Nothing timed (`make cost`): each cell once.
+        let mut counted = s.clone();
+        counted.count = Counting::Only;
+        let counted = Plan::new(&counted, &all(), &Servers::default());
+        assert_eq!(counted.visits.len(), 7);
+        let one = visit_of(&plan, "redis/get/3B/tcp");
+        assert_eq!(
+            (one.part, one.rounds.min, one.rounds.budget),
+            (1, 30, FULL.round_budget)
+        );
         let text = plan.describe();
-        assert!(text.starts_with("9 visits"), "{text}");
-        assert!(text.contains("[8/9] redis/get/3B/tcp (run 2)"), "{text}");
+        assert!(text.starts_with("15 visits"), "{text}");
+        assert!(text.contains("[8/15] redis/get/3B/tcp (visit 2)"), "{text}");
         assert!(text.contains("reference raw-tcp, A/A twin"), "{text}");
         assert!(text.contains("unsupported: not run: every round trip is slow by design"));
         let minutes = plan.estimate().as_secs_f64() / 60.0;

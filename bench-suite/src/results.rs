@@ -154,7 +154,7 @@ pub fn merge(runs: &[Row]) -> Row {
     if let Some((i, failed)) = runs.iter().enumerate().find(|(_, r)| !r.is_ok()) {
         let mut failed = failed.clone();
         failed.error = Some(format!(
-            "run {} of {}: {}",
+            "visit {} of {}: {}",
             i + 1,
             runs.len(),
             failed.error.clone().unwrap_or_default()
@@ -198,7 +198,7 @@ pub fn merge(runs: &[Row]) -> Row {
         row.round_ops_per_sec = pooled;
         row.round_indices = indices;
         row.timing = Some(format!(
-            "{} runs, each against freshly started servers, their rounds pooled; each run: {}",
+            "{} visits, each against freshly started servers, their rounds pooled; each: {}",
             runs.len(),
             runs[0].timing.clone().unwrap_or_default()
         ));
@@ -216,8 +216,9 @@ pub fn merge(runs: &[Row]) -> Row {
     row.alloc_bytes_per_op = each(|r| r.alloc_bytes_per_op);
     row.bytes_read_per_op = each(|r| r.bytes_read_per_op);
     row.bytes_written_per_op = each(|r| r.bytes_written_per_op);
+    // From the runs that had a cost pass (a cell's later parts have none).
     let latencies: Vec<Latency> = runs.iter().filter_map(|r| r.latency_ns).collect();
-    if latencies.len() == runs.len() {
+    if !latencies.is_empty() {
         let pick = |field: fn(&Latency) -> Option<u64>| {
             let values: Vec<f64> = latencies
                 .iter()
@@ -320,13 +321,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cost_only_the_first_part_measured_is_kept() {
+        // A cell's later parts make no cost pass: their rows have no latency or syscalls.
+        let mut costed = timed(100.0);
+        costed.latency_ns = Some(Latency {
+            p50: 90,
+            p99: 200,
+            p999: None,
+        });
+        costed.syscalls_per_op = Some(2.0);
+        let merged = merge(&[costed, timed(104.0), timed(110.0)]);
+        assert_eq!(merged.latency_ns.map(|l| (l.p50, l.p99)), Some((90, 200)));
+        assert_eq!(merged.syscalls_per_op, Some(2.0));
+        assert_eq!(merged.runs, 3);
+    }
+
+    #[test]
     fn one_failed_run_fails_the_row_and_says_which() {
         let failed = timed(100.0).fail(Status::Failed, "connect: refused");
         let merged = merge(&[timed(100.0), failed]);
         assert_eq!(merged.status, Status::Failed);
         assert_eq!(
             merged.error.as_deref(),
-            Some("run 2 of 2: connect: refused")
+            Some("visit 2 of 2: connect: refused")
         );
     }
 

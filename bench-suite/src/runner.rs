@@ -16,7 +16,7 @@ use crate::count::{self, Counter};
 use crate::environment;
 use crate::matrix::{Counting, Matrix, Mode, Settings};
 use crate::network_floor;
-use crate::plan::{self, Plan};
+use crate::plan::{self, Plan, Visit};
 use crate::results::{self, Results, Row, RowExt, Run, Status};
 use anyhow::{Context, Result};
 use criterion::Criterion;
@@ -70,7 +70,9 @@ struct Harness {
 impl Harness {
     /// Records a visit's rows and lists their pairs (`--test` included): criterion no longer
     /// prints what it times, so these lines account for every pair.
-    fn push(&mut self, repeat: u32, cell: &str, outcome: cell::Outcome) {
+    fn push(&mut self, visit: &Visit, outcome: cell::Outcome) {
+        let (repeat, id) = (visit.repeat, visit.cell.id());
+        let cell = id.as_str();
         let offset = match self.rounds.iter_mut().find(|(c, _)| c == cell) {
             Some((_, rounds)) => {
                 *rounds += outcome.rounds;
@@ -98,14 +100,9 @@ impl Harness {
             for index in row.round_indices.iter_mut() {
                 *index += offset;
             }
-            if self.settings.repeat > 1 {
-                eprintln!(
-                    "{} [run {repeat} of {}]",
-                    pair_line(&row),
-                    self.settings.repeat
-                );
-            } else {
-                eprintln!("{}", pair_line(&row));
+            match self.settings.visits_of(&visit.cell) {
+                1 => eprintln!("{}", pair_line(&row)),
+                visits => eprintln!("{} [visit {repeat} of {visits}]", pair_line(&row)),
             }
             // An open cell's pair is a client at one offered rate.
             let same_pair = |runs: &Vec<Row>| {
@@ -593,7 +590,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             plan.visits.len(),
             visit.cell,
             if visit.repeat > 1 {
-                format!(" (run {})", visit.repeat)
+                format!(" (visit {})", visit.repeat)
             } else {
                 String::new()
             },
@@ -630,7 +627,7 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
                 twin_rounds: None,
             }
         });
-        h.push(visit.repeat, &visit.cell.id(), outcome);
+        h.push(visit, outcome);
         h.save()?;
     }
     criterion.final_summary();

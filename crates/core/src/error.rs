@@ -123,7 +123,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// first such error is kept and every later call fails with it at once, without touching the
 /// socket. Errors that leave the stream in step (an error reply, refused input) change nothing.
 #[derive(Debug, Default)]
-pub struct Broken(Option<String>);
+pub struct Broken(Option<Error>);
 
 impl Broken {
     /// `Err` once the connection is broken, naming the error that broke it.
@@ -143,9 +143,15 @@ impl Broken {
             && err.breaks_connection()
             && self.0.is_none()
         {
-            self.0 = Some(err.to_string());
+            self.0 = Some(err.clone());
         }
         result
+    }
+
+    /// The error that broke the connection, as it was (a caller that was waiting when it
+    /// happened gets this error itself, not "unusable").
+    pub fn error(&self) -> Option<&Error> {
+        self.0.as_ref()
     }
 
     /// True once an error has left the connection out of step.

@@ -210,10 +210,9 @@ struct Queue {
     ticks: u64,
     /// The read half while no caller is reading (boxed, as it moves from caller to caller).
     read_side: Option<Box<ReadSide>>,
-    /// Set by the first error that leaves the stream out of step, which `failure` keeps for a
-    /// reader whose slot it took.
+    /// Set by the first error that leaves the stream out of step (kept as it was for a reader
+    /// whose slot it took).
     broken: Broken,
-    failure: Option<Error>,
 }
 
 impl Queue {
@@ -294,7 +293,6 @@ impl Shared {
     fn fail(&self, error: Error) -> Error {
         let mut queue = self.lock();
         let _ = queue.broken.note::<()>(Err(error.clone()));
-        queue.failure.get_or_insert_with(|| error.clone());
         queue.write_buf.clear();
         for slot in queue.slots.drain(..) {
             if let Some(reply) = slot.reply {
@@ -310,23 +308,23 @@ impl Shared {
     /// next call. A caller that gave up has dropped its receiver: the send comes back, and the
     /// turn goes to the next.
     // ANCHOR: mux_hand_over
-    fn hand_over(self: &Arc<Self>, side: Box<ReadSide>) {
+    fn hand_over(self: &Arc<Self>, mut side: Box<ReadSide>) {
         let mut queue = self.lock();
-        let mut side = Some(side);
         for slot in queue.slots.iter_mut() {
             let Some(reply) = slot.reply.take() else {
                 continue;
             };
-            let turn = Reader {
-                shared: Arc::clone(self),
-                side: side.take(),
-            };
-            let Err(Delivery::Turn(mut refused)) = reply.send(Delivery::Turn(turn)) else {
+            let turn = Delivery::Turn(Reader::new(self, side));
+            let Err(Delivery::Turn(mut refused)) = reply.send(turn) else {
                 return;
             };
-            side = refused.side.take();
+            // Taken back, so that the refused turn's drop hands nothing over.
+            let Some(back) = refused.side.take() else {
+                return;
+            };
+            side = back;
         }
-        queue.read_side = side;
+        queue.read_side = Some(side);
     }
     // ANCHOR_END: mux_hand_over
 }
@@ -402,7 +400,7 @@ impl Reader {
                 let _ = reply.send(Delivery::Answer(Ok(answer)));
             }
         }
-        own.ok_or_else(|| shared.lock().failure.clone().unwrap_or_else(gone))
+        own.ok_or_else(|| shared.lock().broken.error().cloned().unwrap_or_else(gone))
     }
     // ANCHOR_END: mux_fifo
 }
@@ -459,7 +457,7 @@ impl ReadSide {
                 let mut queue = shared.lock();
                 // No slot: the connection failed while this caller read for itself.
                 let Some(queued) = queue.slots.front().map(|oldest| oldest.tick) else {
-                    return Poll::Ready(Err(queue.failure.clone().unwrap_or_else(gone)));
+                    return Poll::Ready(Err(queue.broken.error().cloned().unwrap_or_else(gone)));
                 };
                 queue.ticks += 1;
                 // Whole ticks since the first after it was queued: `limit` of them, it is late.
@@ -542,7 +540,6 @@ impl<P: Protocol> Multiplexed<P> {
             ticks: 0,
             read_side: Some(read_side),
             broken: Broken::default(),
-            failure: None,
         };
         let shared = Arc::new(Shared {
             queue: Mutex::new(queue),
@@ -616,8 +613,7 @@ impl<P: Protocol> Multiplexed<P> {
     /// comes. No timer of its own: the reader fails the connection, and with it this call, once
     /// the oldest reply is overdue (see the crate docs). An error reply is this caller's
     /// [`Error::Server`].
-    async fn receive(&self, call: Result<Call>) -> Result<Answer> {
-        let call = call?;
+    async fn receive(&self, call: Call) -> Result<Answer> {
         let mut reader = match call.waiting {
             Waiting::Turn(reader) => reader,
             Waiting::Receiver(receiver) => match receiver.await {
@@ -633,7 +629,7 @@ impl<P: Protocol> Multiplexed<P> {
 
     /// Queues one command and waits for its answer.
     async fn call(&self, command: Command, args: &[&[u8]]) -> Result<Answer> {
-        self.receive(self.send(command, args)).await
+        self.receive(self.send(command, args)?).await
     }
 
     /// An answer that does not fit the call it answers (a VALUE for another key): the replies
@@ -690,11 +686,11 @@ impl<P: Protocol> Multiplexed<P> {
                     break;
                 };
                 waiting_bytes -= len;
-                self.receive(Ok(call)).await?;
+                self.receive(call).await?;
             }
         }
         for (call, _) in waiting {
-            self.receive(Ok(call)).await?;
+            self.receive(call).await?;
         }
         Ok(())
     }

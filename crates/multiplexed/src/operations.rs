@@ -50,7 +50,7 @@ impl<P: Protocol> Multiplexed<P> {
             .map(|key| (Command::Get, std::slice::from_ref(key)));
         let mut values = Vec::with_capacity(keys.len());
         for (call, key) in self.send_all(gets)?.into_iter().zip(keys) {
-            values.push(self.value(self.receive(Ok(call)).await?, key)?);
+            values.push(self.value(self.receive(call).await?, key)?);
         }
         Ok(values)
     }
