@@ -412,11 +412,15 @@ fn rounds(
     });
     let mut rng =
         fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
-    let sparse_interval = visit.rounds.budget / policy.tool_runs.max(1);
-    // The runs a sparse contender waits for: memaslap's take seconds each.
+    // The runs a sparse contender waits for, and the others' time between two of its runs:
+    // memaslap's runs take seconds each, so it aims at its minimum rather than the others' aim.
     let min_runs = |entry: &Entry| match entry.live.name {
         crate::baselines::MEMASLAP => visit.rounds.min_memaslap_runs,
         _ => visit.rounds.min_tool_runs,
+    };
+    let sparse_interval = |entry: &Entry| match entry.live.name {
+        crate::baselines::MEMASLAP => visit.rounds.budget / visit.rounds.min_memaslap_runs.max(1),
+        _ => visit.rounds.budget / policy.tool_runs.max(1),
     };
     let sparse: Vec<bool> = entries.iter().map(|(_, e)| is_sparse(e, visit)).collect();
     // When each contender last ran, in the dense contenders' time.
@@ -450,7 +454,7 @@ fn rounds(
             // make it due again at once), and, once it has its runs, not in the rounds past the
             // budget that the others need for their minimum.
             let dense = started.elapsed() - sparse_time;
-            let waits = last_run[at].is_some_and(|last| dense - last < sparse_interval);
+            let waits = last_run[at].is_some_and(|last| dense - last < sparse_interval(entry));
             let has_enough =
                 entry.blocks.len() as u32 >= min_runs(entry) && dense >= visit.rounds.budget;
             if !entry.row.is_ok() || (sparse[at] && (waits || has_enough)) {

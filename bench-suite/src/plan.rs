@@ -15,7 +15,7 @@ use kvbench_results::Kind;
 
 use crate::baselines;
 use crate::drivers;
-use crate::matrix::{Cell, Counting, Mode, Settings};
+use crate::matrix::{Cell, Counting, MemaslapCells, Mode, Op, Settings};
 use crate::network_floor;
 
 /// Pipelines at least this deep, through a client without pipelining, carry only as many items
@@ -518,13 +518,13 @@ fn baseline_contenders(
             decision,
         ));
     }
-    out.extend(tool_contenders(cell, servers));
+    out.extend(tool_contenders(mode, cell, servers));
     out
 }
 
 /// redis-benchmark in every Redis cell and memaslap where it can run, unless the server is
 /// someone else's.
-fn tool_contenders(cell: &Cell, servers: &Servers) -> Vec<Contender> {
+fn tool_contenders(mode: Mode, cell: &Cell, servers: &Servers) -> Vec<Contender> {
     let external = servers.external.contains(&cell.backend);
     let tool = |name: &'static str, source: Source, cannot: Option<&str>| Contender {
         name,
@@ -551,7 +551,14 @@ fn tool_contenders(cell: &Cell, servers: &Servers) -> Vec<Contender> {
         ));
     }
     if baselines::memaslap_serves(cell) {
-        out.push(tool(baselines::MEMASLAP, Source::Memaslap, None));
+        let headline = cell.op == Op::Get && cell.concurrency == 1;
+        let cannot = match mode.policy().memaslap {
+            MemaslapCells::OneCallerGet if !headline => Some(
+                "memaslap: run in the one-caller GET only in a quick run (each run takes 2 s;                  `make bench` runs it here)",
+            ),
+            _ => None,
+        };
+        out.push(tool(baselines::MEMASLAP, Source::Memaslap, cannot));
     }
     out
 }
@@ -723,6 +730,26 @@ mod tests {
             decision(visit_of(&plan, "memcached/get/3B/tcp"), "memaslap"),
             Decision::Measure(_)
         ));
+        assert!(matches!(
+            decision(visit_of(&plan, "memcached/get/3B/tcp/c256"), "memaslap"),
+            Decision::Measure(_)
+        ));
+        // A quick run keeps it to the one-caller GET.
+        let quick = Plan::new(
+            &settings(Mode::Quick, &["memcached/"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        assert!(matches!(
+            decision(visit_of(&quick, "memcached/get/3B/tcp"), "memaslap"),
+            Decision::Measure(_)
+        ));
+        let Decision::Unsupported(why) =
+            decision(visit_of(&quick, "memcached/get/3B/tcp/c256"), "memaslap")
+        else {
+            panic!("memaslap runs with many callers in a quick run")
+        };
+        assert!(why.contains("`make bench` runs it here"), "{why}");
     }
 
     #[test]
@@ -821,7 +848,7 @@ mod tests {
         let rounds = redis[0].1;
         assert_eq!(
             (rounds.min, rounds.min_tool_runs, rounds.min_memaslap_runs),
-            (10, 2, 2)
+            (10, 2, 3)
         );
         assert_eq!(rounds.budget, FULL.round_budget / 3);
         assert_eq!(c256("memcached/get/3B/tcp/c256").len(), 3);
