@@ -30,7 +30,7 @@ use crate::count::{self, Counter, Job};
 use crate::drivers::{Args, Driver, Workload};
 use crate::matrix::{Cell, Counting, Settings};
 use crate::network_floor::Pinger;
-use crate::plan::{Decision, Items, Measure, Source, Visit};
+use crate::plan::{Decision, Items, Measure, Rounds, Source, Visit};
 use crate::results::{self, Row, RowExt, Status};
 use crate::verify::{self, Rejection};
 use crate::wire::{StatsError, WireMeter};
@@ -219,7 +219,7 @@ fn time<'w>(
         twin.calls_per_block = entries[reference_at.unwrap_or(0)].1.live.calls_per_block;
     }
 
-    let (rounds_run, twin_blocks) = rounds(ctx, visit, w, entries, twin.as_mut());
+    let (rounds_run, twin_blocks) = rounds(ctx, visit, w, entries, reference_at, twin.as_mut());
 
     // Rows from the rounds: each contender's own time per operation, then its ratio to the
     // reference, paired round by round.
@@ -395,13 +395,14 @@ pub(crate) fn leave_nothing(
 /// twin among them), until the plan's minimum is done, its budget is spent and every baseline
 /// tool has run its minimum, or the maximum is reached. A baseline tool's run takes ~100 ms (a
 /// block of a client one caller's ~2 ms), so a tool runs in a round only once the budget over the
-/// policy's `tool_runs` has passed since its last run. Returns the rounds run and the twin's
-/// blocks, if it ran every round.
+/// policy's `tool_runs` has passed since its last run ([`pace`]). Returns the rounds run and the
+/// twin's blocks, if it ran every round.
 fn rounds(
     ctx: &mut Context<'_>,
     visit: &Visit,
     w: &Workload,
     entries: &mut [(usize, Entry)],
+    reference_at: Option<usize>,
     mut twin: Option<&mut Live>,
 ) -> (u32, Option<Vec<Block>>) {
     let cell = &visit.cell;
@@ -412,17 +413,23 @@ fn rounds(
     });
     let mut rng =
         fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
-    // The runs a sparse contender waits for, and the others' time between two of its runs:
-    // memaslap's runs take seconds each, so it aims at its minimum rather than the others' aim.
-    let min_runs = |entry: &Entry| match entry.live.name {
-        crate::baselines::MEMASLAP => visit.rounds.min_memaslap_runs,
-        _ => visit.rounds.min_tool_runs,
-    };
-    let sparse_interval = |entry: &Entry| match entry.live.name {
-        crate::baselines::MEMASLAP => visit.rounds.budget / visit.rounds.min_memaslap_runs.max(1),
-        _ => visit.rounds.budget / policy.tool_runs.max(1),
-    };
-    let sparse: Vec<bool> = entries.iter().map(|(_, e)| is_sparse(e, visit)).collect();
+    let reference_block = reference_at.map(|at| entries[at].1.live.block_time);
+    // `None`: a block in every round.
+    let paces: Vec<Option<Aim>> = (entries.iter())
+        .map(|(_, e)| {
+            let tool = matches!(e.live.runner, Runner::Tool { .. }).then_some(e.live.name);
+            let deep = visit.cell.is_deep_pipeline();
+            let block_time = e.live.block_time;
+            pace(
+                tool,
+                block_time,
+                reference_block,
+                deep,
+                &visit.rounds,
+                policy.tool_runs,
+            )
+        })
+        .collect();
     // When each contender last ran, in the dense contenders' time.
     let mut last_run: Vec<Option<Duration>> = vec![None; entries.len()];
     let mut twin_blocks = Some(Vec::new());
@@ -454,10 +461,13 @@ fn rounds(
             // make it due again at once), and, once it has its runs, not in the rounds past the
             // budget that the others need for their minimum.
             let dense = started.elapsed() - sparse_time;
-            let waits = last_run[at].is_some_and(|last| dense - last < sparse_interval(entry));
-            let has_enough =
-                entry.blocks.len() as u32 >= min_runs(entry) && dense >= visit.rounds.budget;
-            if !entry.row.is_ok() || (sparse[at] && (waits || has_enough)) {
+            let skips = paces[at].is_some_and(|aim| {
+                let waits = last_run[at].is_some_and(|last| dense - last < aim.interval);
+                let has_enough =
+                    entry.blocks.len() as u32 >= aim.min_runs && dense >= visit.rounds.budget;
+                waits || has_enough
+            });
+            if !entry.row.is_ok() || skips {
                 continue;
             }
             let block_started = Instant::now();
@@ -473,14 +483,14 @@ fn rounds(
                 }
             }
             entry.seconds += block_started.elapsed().as_secs_f64();
-            if sparse[at] {
+            if paces[at].is_some() {
                 sparse_time += block_started.elapsed();
             }
         }
         done = round + 1;
-        let tools_done = (entries.iter().zip(&sparse))
-            .filter(|((_, e), sparse)| **sparse && e.row.is_ok())
-            .all(|((_, e), _)| e.blocks.len() as u32 >= min_runs(e));
+        let tools_done = (entries.iter().zip(&paces))
+            .filter(|((_, e), _)| e.row.is_ok())
+            .all(|((_, e), pace)| pace.is_none_or(|aim| e.blocks.len() as u32 >= aim.min_runs));
         let spent = started.elapsed() - sparse_time;
         if done >= visit.rounds.min && spent >= visit.rounds.budget && tools_done {
             break;
@@ -489,18 +499,52 @@ fn rounds(
     (done, twin.and(twin_blocks))
 }
 
-/// Whether a contender runs in some rounds only: a baseline tool (a run of its own takes ~100 ms,
-/// memaslap's two seconds), or a client whose one call is ten blocks long (a client slow by
-/// design, ~40 ms a round trip). Running them every round would stretch every round, and put
-/// the others' blocks far apart in time. A deep pipeline's contenders all make long calls, and
-/// all run every round.
-fn is_sparse(entry: &Entry, visit: &Visit) -> bool {
-    let deep = visit.cell.op.is_pipeline_set() && visit.cell.pipeline >= crate::plan::DEEP_PIPELINE;
-    match entry.live.runner {
-        Runner::Tool { .. } => true,
-        _ if deep => false,
-        _ => entry.live.block_time > visit.rounds.block * 10,
-    }
+/// Calls of a deep pipeline's contender longer than this many of the reference's make it sparse.
+const LONG_CALL: u32 = 4;
+
+/// The pace of a contender that runs in some rounds only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Aim {
+    /// Runs it waits for, past the budget if need be.
+    min_runs: u32,
+    /// The other contenders' time between two of its runs.
+    interval: Duration,
+}
+
+/// Whether a contender runs in some rounds only, and how often (`None`: in every round). Sparse
+/// are a baseline tool (`tool`: its name; a run of its own takes ~100 ms, memaslap's two
+/// seconds), a client whose one call is ten blocks long (a client slow by design, ~40 ms a
+/// round trip), and in a deep pipeline, where every block is one call, a client whose call takes
+/// over [`LONG_CALL`] times the reference's (fred's pipeline of a million took 6 s, the
+/// reference's 0.3 s). Running them every round would stretch every round, and put the others'
+/// blocks far apart in time: with fred in every round, a round of a million items took 15 s,
+/// and a cell ran six of them. A short sparse contender runs up to the policy's `tool_runs`
+/// times over the budget; a long one (memaslap, a deep pipeline's long call) aims at its
+/// minimum, so that its runs add no more time than they must.
+fn pace(
+    tool: Option<&str>,
+    block_time: Duration,
+    reference_block: Option<Duration>,
+    deep: bool,
+    rounds: &Rounds,
+    tool_runs: u32,
+) -> Option<Aim> {
+    let memaslap = tool == Some(crate::baselines::MEMASLAP);
+    let long_call = deep && reference_block.is_some_and(|block| block_time > block * LONG_CALL);
+    let runs_aimed = match () {
+        _ if memaslap => rounds.min_memaslap_runs,
+        _ if tool.is_some() => tool_runs,
+        _ if long_call => rounds.min_tool_runs,
+        _ if !deep && block_time > rounds.block * 10 => tool_runs,
+        _ => return None,
+    };
+    Some(Aim {
+        min_runs: match memaslap {
+            true => rounds.min_memaslap_runs,
+            false => rounds.min_tool_runs,
+        },
+        interval: rounds.budget / runs_aimed.max(1),
+    })
 }
 
 /// Each block's throughput, in round order.
@@ -997,4 +1041,58 @@ fn feed_criterion(ctx: &mut Context<'_>, visit: &Visit, entries: &[(usize, Entry
         });
     }
     group.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_slow_clients_and_a_deep_pipelines_long_calls_run_in_some_rounds_only() {
+        let rounds = Rounds {
+            block: Duration::from_millis(2),
+            min: 5,
+            max: 5_000,
+            budget: Duration::from_secs(8),
+            min_tool_runs: 2,
+            min_memaslap_runs: 3,
+        };
+        let ms = Duration::from_millis;
+        let pace = |tool, block: u64, reference: Option<u64>, deep| {
+            pace(tool, ms(block), reference.map(ms), deep, &rounds, 8)
+        };
+        let aim = |min_runs, interval: u64| {
+            Some(Aim {
+                min_runs,
+                interval: ms(interval),
+            })
+        };
+        // A baseline tool: up to `tool_runs` runs over the budget; memaslap: its minimum.
+        assert_eq!(
+            pace(Some("redis-benchmark"), 100, Some(2), false),
+            aim(2, 1_000)
+        );
+        assert_eq!(
+            pace(Some("redis-benchmark"), 800, Some(300), true),
+            aim(2, 1_000)
+        );
+        let memaslap = Aim {
+            min_runs: 3,
+            interval: rounds.budget / 3,
+        };
+        assert_eq!(
+            pace(Some("memaslap"), 2_000, Some(2), false),
+            Some(memaslap)
+        );
+        // A client: every round, unless its block is ten of the plan's (slow by design).
+        assert_eq!(pace(None, 2, Some(2), false), None);
+        assert_eq!(pace(None, 20, Some(2), false), None);
+        assert_eq!(pace(None, 40, Some(2), false), aim(2, 1_000));
+        // A deep pipeline: every block is one call, long for everyone; a client whose call is
+        // over four of the reference's aims at its minimum, the others run in every round.
+        assert_eq!(pace(None, 6_000, Some(300), true), aim(2, 4_000));
+        assert_eq!(pace(None, 1_200, Some(300), true), None);
+        assert_eq!(pace(None, 700, Some(300), true), None);
+        assert_eq!(pace(None, 6_000, None, true), None);
+    }
 }

@@ -45,6 +45,12 @@ pub fn size_label(bytes: usize) -> String {
 }
 
 impl Cell {
+    /// Whether the cell is a pipeline of at least [`crate::plan::DEEP_PIPELINE`] items: a block
+    /// there is one call, of up to seconds.
+    pub fn is_deep_pipeline(&self) -> bool {
+        self.op.is_pipeline_set() && self.pipeline >= crate::plan::DEEP_PIPELINE
+    }
+
     /// Group id, for example `redis/get/3B/unix`, `memcached/pipeline_set/100000/tcp`,
     /// `redis/incr/counter/tcp`, `memcached/get_many/100/2KiB/tcp` or
     /// `redis/transaction_multi/100/unix`.
@@ -444,7 +450,7 @@ pub const FULL: Policy = Policy {
     block: Duration::from_millis(2),
     block_many: Duration::from_millis(60),
     min_rounds: 30,
-    min_rounds_deep: 5,
+    min_rounds_deep: 15,
     max_rounds: 5_000,
     round_budget: Duration::from_secs(5),
     round_budget_deep: Duration::from_secs(20),

@@ -175,7 +175,7 @@ pub struct Servers {
 /// blocks for many callers and its fewer rounds for a deep pipeline (a block is one call there).
 fn rounds(mode: Mode, cell: &Cell) -> Rounds {
     let policy = mode.policy();
-    let deep = cell.op.is_pipeline_set() && cell.pipeline >= DEEP_PIPELINE;
+    let deep = cell.is_deep_pipeline();
     // A part of a cell's visits runs its share of the rounds and of the tools' runs.
     let parts = parts(mode, cell);
     let (min, budget) = match deep {
@@ -198,7 +198,7 @@ fn rounds(mode: Mode, cell: &Cell) -> Rounds {
 /// Calls in the cost pass's clean half, at most: enough operations for stable per-op numbers.
 pub fn cost_calls(cell: &Cell, mode: Mode) -> u64 {
     let calls: u64 = match cell.op {
-        op if op.is_pipeline_set() && cell.pipeline >= DEEP_PIPELINE => 1,
+        _ if cell.is_deep_pipeline() => 1,
         op if op.is_pipeline_set() => 100,
         // A hundred items a call (get_many, hash, transactions).
         _ if cell.pipeline > 1 => 500,
@@ -271,7 +271,7 @@ impl Plan {
             let how = match v.cell.open {
                 true => crate::open_loop::describe_ladder(v, self.mode),
                 false => format!(
-                    "rounds {}-{} within {:?}, blocks of ~{:?}; reference {}{}",
+                    "rounds {}-{} within {:.1?}, blocks of ~{:?}; reference {}{}",
                     r.min,
                     r.max,
                     r.budget,
@@ -362,11 +362,13 @@ impl Visit {
         if count == Counting::Only {
             return Duration::from_secs_f64(seconds);
         }
-        if self.cell.op.is_pipeline_set() && self.cell.pipeline >= DEEP_PIPELINE {
+        if self.cell.is_deep_pipeline() {
             // Verification writes the whole pipeline once per contender, and a block is one
-            // call of about a second (a few, through a library that times it as one command).
+            // call: about a second through a fast client, several through a library that times
+            // the pipeline as one command, which runs in a few rounds only (`cell::is_sparse`).
             let call = self.cell.pipeline as f64 / 500_000.0;
-            seconds += contenders * call * f64::from(self.rounds.min + 1);
+            let rounds = contenders * call / 3.0 * f64::from(self.rounds.min);
+            seconds += contenders * call + rounds.max(self.rounds.budget.as_secs_f64());
         } else {
             seconds += self
                 .rounds
@@ -467,7 +469,7 @@ fn items(spec: &ClientSpec, cell: &Cell, mode: Mode) -> Items {
     if mode == Mode::Test && pipeline {
         return Items::First(cell.pipeline.min(crate::verify::DEFAULT_LOOP_VERIFY_DEPTH));
     }
-    if pipeline && cell.pipeline >= DEEP_PIPELINE && !spec.pipelines() {
+    if cell.is_deep_pipeline() && !spec.pipelines() {
         return Items::FitBlock;
     }
     Items::Cell
