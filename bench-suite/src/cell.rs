@@ -414,19 +414,19 @@ fn rounds(
     let mut rng =
         fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
     let reference_block = reference_at.map(|at| entries[at].1.live.block_time);
+    let deep = cell.is_deep_pipeline();
     // `None`: a block in every round.
     let paces: Vec<Option<Aim>> = (entries.iter())
         .map(|(_, e)| {
             let tool = matches!(e.live.runner, Runner::Tool { .. }).then_some(e.live.name);
-            let deep = visit.cell.is_deep_pipeline();
-            let block_time = e.live.block_time;
+            let (rounds, tool_runs) = (&visit.rounds, policy.tool_runs);
             pace(
                 tool,
-                block_time,
+                e.live.block_time,
                 reference_block,
                 deep,
-                &visit.rounds,
-                policy.tool_runs,
+                rounds,
+                tool_runs,
             )
         })
         .collect();
@@ -530,19 +530,21 @@ fn pace(
     tool_runs: u32,
 ) -> Option<Aim> {
     let memaslap = tool == Some(crate::baselines::MEMASLAP);
+    let min_runs = match memaslap {
+        true => rounds.min_memaslap_runs,
+        false => rounds.min_tool_runs,
+    };
     let long_call = deep && reference_block.is_some_and(|block| block_time > block * LONG_CALL);
-    let runs_aimed = match () {
-        _ if memaslap => rounds.min_memaslap_runs,
-        _ if tool.is_some() => tool_runs,
-        _ if long_call => rounds.min_tool_runs,
-        _ if !deep && block_time > rounds.block * 10 => tool_runs,
-        _ => return None,
+    let slow_by_design = !deep && block_time > rounds.block * 10;
+    let runs_aimed = match tool {
+        Some(_) if memaslap => min_runs,
+        Some(_) => tool_runs,
+        None if long_call => min_runs,
+        None if slow_by_design => tool_runs,
+        None => return None,
     };
     Some(Aim {
-        min_runs: match memaslap {
-            true => rounds.min_memaslap_runs,
-            false => rounds.min_tool_runs,
-        },
+        min_runs,
         interval: rounds.budget / runs_aimed.max(1),
     })
 }

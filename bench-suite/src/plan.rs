@@ -365,7 +365,7 @@ impl Visit {
         if self.cell.is_deep_pipeline() {
             // Verification writes the whole pipeline once per contender, and a block is one
             // call: about a second through a fast client, several through a library that times
-            // the pipeline as one command, which runs in a few rounds only (`cell::is_sparse`).
+            // the pipeline as one command, which runs in a few rounds only (`cell::pace`).
             let call = self.cell.pipeline as f64 / 500_000.0;
             let rounds = contenders * call / 3.0 * f64::from(self.rounds.min);
             seconds += contenders * call + rounds.max(self.rounds.budget.as_secs_f64());
