@@ -9,12 +9,21 @@
 //! - **Tasks** (a multiplexed client's or a pool's async handles): one task per caller on the
 //!   bench's current-thread runtime, so every task runs on the bench's pinned CPU.
 //!
+//! A timed block is a [`Window`], not a number of calls each: the callers make calls until a
+//! stretch of a set length has passed, and only the calls completed inside it count. The
+//! stretch opens once as many calls have completed as there are callers, so the start of 256
+//! threads released together (which takes milliseconds on one CPU) and the end, when the last
+//! callers finish alone, are not timed. With a fixed number of calls each they were: at 256 threads a block of
+//! 60 ms is a handful of calls per caller, and a thread-per-caller client measured 0.031 of the
+//! reference in blocks of 60 ms and 0.016 in blocks of 20 ms.
+//!
 //! Memory per caller is measured in a fresh process of the bench ([`memory_per_caller`]): in the
 //! measuring process, memory freed by earlier pairs and the thread stacks the C library keeps
 //! for reuse would be taken again without growing it, and hide what C callers cost.
 
 use std::rc::Rc;
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use kvbench_core::{
@@ -141,6 +150,56 @@ impl Callers {
         }
     }
 
+    /// Every caller makes calls of `w` back to back until a stretch of `length` has passed
+    /// since the callers' first calls; the calls completed in it ([`Window`]). The first error
+    /// any caller met is returned (the others stop with the first one's window, or go on until
+    /// theirs closes).
+    pub fn window(&mut self, w: &Workload, length: Duration) -> Result<Window> {
+        let stretch = Arc::new(Stretch::new(self.count(), length));
+        let outcomes: Vec<Result<()>> = match &mut self.served {
+            Served::Threads(clients) => on_threads(clients, |_, client| {
+                loop {
+                    if let Err(err) = ops::run_sync(client, w, &Args::default()) {
+                        stretch.abandon();
+                        return Err(err);
+                    }
+                    if !stretch.completed() {
+                        return Ok(());
+                    }
+                }
+            })
+            .into_iter()
+            .map(|outcome| outcome.and_then(|result| result))
+            .collect(),
+            Served::Tasks(handles) => {
+                let w = Rc::new(w.clone());
+                let (_, outcomes) =
+                    on_tasks(&self.runtime, &self.local, handles, |_, mut handle| {
+                        let (w, stretch) = (Rc::clone(&w), Arc::clone(&stretch));
+                        async move {
+                            let outcome = loop {
+                                let args = Args::default();
+                                if let Err(err) = ops::run_async(handle.as_mut(), &w, &args).await {
+                                    stretch.abandon();
+                                    break Err(err);
+                                }
+                                if !stretch.completed() {
+                                    break Ok(());
+                                }
+                            };
+                            (handle, outcome)
+                        }
+                    });
+                (outcomes.into_iter())
+                    .map(|outcome| outcome.and_then(|result| result))
+                    .collect()
+            }
+        };
+        // A caller that failed stops: the others would wait for it to open the window.
+        outcomes.into_iter().collect::<Result<Vec<()>>>()?;
+        stretch.window()
+    }
+
     /// Every caller makes `n` operations of `w`, back to back; the first error any caller met
     /// is returned (the others finish their round).
     pub fn round(&mut self, w: &Workload, n: u64, record: bool) -> Result<Round> {
@@ -149,6 +208,76 @@ impl Callers {
             Served::Tasks(handles) => {
                 tasks_round(&self.runtime, &self.local, handles, w, n, record)
             }
+        }
+    }
+}
+
+/// What a [`Callers::window`] timed.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// Calls completed inside the stretch (one operation of one caller each).
+    pub calls: u64,
+    /// The stretch's length.
+    pub elapsed: Duration,
+    /// Calls completed in all, the start and the end included.
+    pub all_calls: u64,
+}
+
+/// The stretch a window times, shared by its callers. It opens once as many calls have
+/// completed as there are callers (every caller has had its turn: threads released together
+/// take milliseconds to all start on one CPU) and closes at the first call that completes
+/// `length` later; every caller stops after the call it has in flight then, untimed.
+struct Stretch {
+    callers: u64,
+    length: Duration,
+    calls: AtomicU64,
+    /// When it opened, and the calls completed by then.
+    opened: OnceLock<(Instant, u64)>,
+    closed: OnceLock<(Instant, u64)>,
+    stop: AtomicBool,
+}
+
+impl Stretch {
+    fn new(callers: usize, length: Duration) -> Stretch {
+        Stretch {
+            callers: callers as u64,
+            length,
+            calls: AtomicU64::new(0),
+            opened: OnceLock::new(),
+            closed: OnceLock::new(),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    /// Counts a completed call; whether its caller goes on.
+    fn completed(&self) -> bool {
+        let done = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = Instant::now();
+        if done >= self.callers {
+            let &(opened, _) = self.opened.get_or_init(|| (now, done));
+            if now - opened >= self.length {
+                self.closed.get_or_init(|| (now, done));
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A caller failed: the others stop too (the window may never open without it).
+    fn abandon(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn window(&self) -> Result<Window> {
+        match (self.opened.get(), self.closed.get()) {
+            (Some(&(opened, calls_before)), Some(&(closed, calls_by))) => Ok(Window {
+                calls: calls_by - calls_before,
+                elapsed: closed - opened,
+                all_calls: self.calls.load(Ordering::Relaxed),
+            }),
+            _ => Err(Error::Protocol(
+                "the callers stopped before their window closed".into(),
+            )),
         }
     }
 }
@@ -488,4 +617,40 @@ pub fn run_memory_probe(json: &str, clients: &[ClientSpec]) -> std::result::Resu
         peak.saturating_sub(before) as f64 / probe.callers as f64
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_counts_the_calls_between_the_callers_first_turn_and_its_length() {
+        let stretch = Stretch::new(2, Duration::from_millis(5));
+        // The first two calls are the callers' first turn: the stretch opens at the second.
+        assert!(stretch.completed());
+        assert!(stretch.completed());
+        assert!(stretch.window().is_err(), "open, not closed");
+        assert!(stretch.completed(), "within the length");
+        std::thread::sleep(Duration::from_millis(6));
+        assert!(!stretch.completed(), "the call past the length closes it");
+        assert!(
+            !stretch.completed(),
+            "a call in flight then is not counted in the window"
+        );
+        let window = stretch.window().expect("closed");
+        assert_eq!(window.calls, 2);
+        assert_eq!(window.all_calls, 5);
+        assert!(window.elapsed >= Duration::from_millis(5));
+    }
+
+    #[test]
+    fn a_failed_caller_stops_the_others() {
+        let stretch = Stretch::new(3, Duration::from_secs(60));
+        stretch.abandon();
+        assert!(!stretch.completed());
+        assert!(
+            stretch.window().is_err(),
+            "never opened: an error, not a rate"
+        );
+    }
 }

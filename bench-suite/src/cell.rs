@@ -279,7 +279,7 @@ fn count_pass(
         .filter(|(_, (_, entry))| entry.spec.is_some() && entry.row.is_ok())
         .map(|(at, (_, entry))| {
             let first = match (&entry.live.runner, entry.measure.items) {
-                (_, Items::Cell) | (Runner::Many(_), _) => None,
+                (_, Items::Cell) | (Runner::Many { .. }, _) => None,
                 (Runner::One { args, .. }, _) => Some(args.items.len().max(args.keys.len())),
                 _ => None,
             };
@@ -564,6 +564,11 @@ fn with_rounds(row: Row, entry: &Entry, visit: &Visit, rounds: u32) -> Row {
     let live = &entry.live;
     let how = match &live.runner {
         Runner::Tool { tool, .. } => tool.describe(),
+        Runner::Many { window, .. } => format!(
+            "blocks of the callers' calls over a stretch of {window:.1?} once each caller has \
+             had a turn, ~{:.1?} each in all",
+            live.block_time
+        ),
         _ => format!(
             "blocks of {} call(s) of {} operation(s), ~{:.1?} each",
             live.calls_per_block, live.ops_per_call, live.block_time
@@ -790,7 +795,11 @@ fn connect_callers<'w>(
         })?;
     let model = (callers.model, callers.connections as u32);
     let ops = cell.concurrency as u64;
-    Ok((Live::new(spec.name, Runner::Many(callers), ops), model))
+    let runner = Runner::Many {
+        callers,
+        window: Duration::ZERO,
+    };
+    Ok((Live::new(spec.name, runner, ops), model))
 }
 
 /// The reference's A/A twin: the same client on a second connection (or a second set of
@@ -937,7 +946,7 @@ fn cost_pass(ctx: &Context<'_>, cell: &Cell, w: &Workload, entry: &mut Entry) ->
             cell.is_request_response(),
             |n, each| driver.run_n(w, args, n, each),
         ),
-        Runner::Many(callers) => costs::measure(
+        Runner::Many { callers, .. } => costs::measure(
             count_syscalls,
             (calls, count_calls),
             ops_per_call,

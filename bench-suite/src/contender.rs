@@ -55,6 +55,15 @@ impl Cpu {
             system: self.system.saturating_sub(before.system),
         }
     }
+
+    /// The share `part` of it (the timed calls' share of a window's calls).
+    fn share(self, part: f64) -> Cpu {
+        Cpu {
+            total: self.total.mul_f64(part),
+            user: self.user.mul_f64(part),
+            system: self.system.mul_f64(part),
+        }
+    }
 }
 
 impl Block {
@@ -76,8 +85,14 @@ pub enum Runner<'w> {
         /// The floor's server, when this is the loopback floor: joined when done.
         floor: Option<LoopbackFloor>,
     },
-    /// The cell's callers, each call one operation of every caller.
-    Many(Callers),
+    /// The cell's callers: a block is a [`crate::callers::Window`] of `window`, each call one
+    /// operation of one caller.
+    Many {
+        /// The connected callers.
+        callers: Callers,
+        /// The length of a block's timed stretch ([`Live::calibrate`]'s block).
+        window: Duration,
+    },
     /// A remote server's network floor: one round trip of its smallest command per call.
     Pinger(Pinger),
     /// redis-benchmark or memaslap: one short run of its own per block.
@@ -129,6 +144,14 @@ impl<'w> Live<'w> {
             self.block_time = started.elapsed();
             return Ok(());
         }
+        if let Runner::Many { callers, window } = &mut self.runner {
+            // One window warms the callers up and says how long a block takes in all.
+            *window = block;
+            let started = Instant::now();
+            callers.window(w, block)?;
+            self.block_time = started.elapsed();
+            return Ok(());
+        }
         if let Some(took) = self.one_call.filter(|took| *took >= block) {
             self.calls_per_block = 1;
             self.block_time = took;
@@ -166,6 +189,17 @@ impl<'w> Live<'w> {
                 cpu: None,
             });
         }
+        if let Runner::Many { callers, window } = &mut self.runner {
+            let before = Cpu::now();
+            let timed = callers.window(w, *window)?;
+            let cpu = Cpu::now().since(before);
+            let items = self.ops_per_call as f64 / callers.count() as f64;
+            return Ok(Block {
+                ops: timed.calls as f64 * items,
+                seconds: timed.elapsed.as_secs_f64(),
+                cpu: Some(cpu.share(timed.calls as f64 / timed.all_calls.max(1) as f64)),
+            });
+        }
         let calls = self.calls_per_block;
         let before = Cpu::now();
         let seconds = self.calls(w, calls)?.as_secs_f64();
@@ -185,7 +219,7 @@ impl<'w> Live<'w> {
                 driver.run_n(w, args, n, &mut |_| {})?;
                 Ok(started.elapsed())
             }
-            Runner::Many(callers) => Ok(callers.round(w, n, false)?.elapsed),
+            Runner::Many { callers, .. } => Ok(callers.round(w, n, false)?.elapsed),
             Runner::Pinger(pinger) => {
                 let started = Instant::now();
                 pinger.timed(n, &mut |_| {})?;

@@ -683,7 +683,7 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
                     (row.model, row.connections) = (model, connections);
                 }
                 match live.runner {
-                    Runner::Many(callers) => Some(callers),
+                    Runner::Many { callers, .. } => Some(callers),
                     _ => {
                         row = row.fail(Status::Failed, "an open cell runs many callers");
                         None

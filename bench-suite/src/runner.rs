@@ -197,7 +197,8 @@ fn method(settings: &Settings) -> String {
     let policy = settings.mode.policy();
     format!(
         "paired rounds: every contender of a cell connected to the same fresh server, then timed \
-         in blocks of a fixed number of calls sized to ~{:?} ({:?} with many callers), one block \
+         in blocks of a fixed number of calls sized to ~{:?} (many callers: the calls they \
+         complete over a stretch of {:?}), one block \
          of each per round in a fresh random order (seed {}), until a minimum of rounds and a \
          time budget are both reached; the reference contender timed twice for the A/A check{}; \
          a ratio is the median of the per-round ratios with a 95 % bootstrap interval over the \
