@@ -413,23 +413,28 @@ fn rounds(
     });
     let mut rng =
         fastrand::Rng::with_seed(ctx.settings.order_seed ^ cell_seed ^ u64::from(visit.repeat));
-    let reference_block = reference_at.map(|at| entries[at].1.live.block_time);
     let deep = cell.is_deep_pipeline();
-    // `None`: a block in every round.
-    let paces: Vec<Option<Aim>> = (entries.iter())
-        .map(|(_, e)| {
-            let tool = matches!(e.live.runner, Runner::Tool { .. }).then_some(e.live.name);
-            let (rounds, tool_runs) = (&visit.rounds, policy.tool_runs);
-            pace(
-                tool,
-                e.live.block_time,
-                reference_block,
-                deep,
-                rounds,
-                tool_runs,
-            )
-        })
-        .collect();
+    // `None`: a block in every round. Decided on the calibration, then in a deep pipeline again
+    // on the first round ([`block_time`]).
+    let paces_of = |entries: &[(usize, Entry)]| -> Vec<Option<Aim>> {
+        let reference_block =
+            reference_at.map(|at| block_time(entries[at].1.live.block_time, &entries[at].1.blocks));
+        (entries.iter())
+            .map(|(_, e)| {
+                let tool = matches!(e.live.runner, Runner::Tool { .. }).then_some(e.live.name);
+                let (rounds, tool_runs) = (&visit.rounds, policy.tool_runs);
+                pace(
+                    tool,
+                    block_time(e.live.block_time, &e.blocks),
+                    reference_block,
+                    deep,
+                    rounds,
+                    tool_runs,
+                )
+            })
+            .collect()
+    };
+    let mut paces = paces_of(entries);
     // When each contender last ran, in the dense contenders' time.
     let mut last_run: Vec<Option<Duration>> = vec![None; entries.len()];
     let mut twin_blocks = Some(Vec::new());
@@ -488,6 +493,9 @@ fn rounds(
             }
         }
         done = round + 1;
+        if round == 0 && deep {
+            paces = paces_of(entries);
+        }
         let tools_done = (entries.iter().zip(&paces))
             .filter(|((_, e), _)| e.row.is_ok())
             .all(|((_, e), pace)| pace.is_none_or(|aim| e.blocks.len() as u32 >= aim.min_runs));
@@ -501,6 +509,17 @@ fn rounds(
 
 /// Calls of a deep pipeline's contender longer than this many of the reference's make it sparse.
 const LONG_CALL: u32 = 4;
+
+/// How long a contender's block takes: its calibration's figure, or its first timed block's if
+/// shorter. A deep pipeline's calibration is its first call ever, which can take three times a
+/// later one: the cluster's first pipeline of 100,000 took 211 ms and its later ones 70 ms, so
+/// that a client at 836 ms came in under [`LONG_CALL`] times it and ran in every round.
+fn block_time(calibrated: Duration, blocks: &[Block]) -> Duration {
+    let first = blocks
+        .first()
+        .map(|block| Duration::from_secs_f64(block.seconds));
+    first.map_or(calibrated, |first| first.min(calibrated))
+}
 
 /// The pace of a contender that runs in some rounds only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1105,5 +1124,17 @@ mod tests {
         assert_eq!(pace(None, 1_200, Some(300), true), None);
         assert_eq!(pace(None, 700, Some(300), true), None);
         assert_eq!(pace(None, 6_000, None, true), None);
+        // A deep pipeline's first call, slower than the later ones, decides nothing once a
+        // block is timed: the cluster's reference at 211 ms then 70 ms, a client at 836 ms.
+        let timed = |seconds| Block {
+            ops: 100_000.0,
+            seconds,
+            cpu: None,
+        };
+        assert_eq!(block_time(ms(211), &[]), ms(211));
+        assert_eq!(block_time(ms(211), &[timed(0.070), timed(0.300)]), ms(70));
+        assert_eq!(block_time(ms(836), &[timed(0.900)]), ms(836));
+        assert_eq!(pace(None, 836, Some(211), true), None);
+        assert_eq!(pace(None, 836, Some(70), true), aim(2, 4_000));
     }
 }

@@ -219,6 +219,8 @@ impl<'w> Live<'w> {
                 driver.run_n(w, args, n, &mut |_| {})?;
                 Ok(started.elapsed())
             }
+            // Not reached from `calibrate` or `block`, which time many callers over a window;
+            // `n` calls each is what `n` calls means here.
             Runner::Many { callers, .. } => Ok(callers.round(w, n, false)?.elapsed),
             Runner::Pinger(pinger) => {
                 let started = Instant::now();

@@ -171,16 +171,18 @@ pub struct Servers {
     pub unreachable: Vec<(Backend, Transport)>,
 }
 
-/// The rounds of a visit of `cell` in `mode`: [`crate::matrix::Policy`]'s, with its longer
-/// blocks for many callers and its fewer rounds for a deep pipeline (a block is one call there).
+/// The rounds of a visit of `cell` in `mode`: [`crate::matrix::Policy`]'s, with its own blocks
+/// and more rounds for many callers, and fewer rounds for a deep pipeline (a block is one call
+/// there).
 fn rounds(mode: Mode, cell: &Cell) -> Rounds {
     let policy = mode.policy();
     let deep = cell.is_deep_pipeline();
     // A part of a cell's visits runs its share of the rounds and of the tools' runs.
     let parts = parts(mode, cell);
-    let (min, budget) = match deep {
-        true => (policy.min_rounds_deep, policy.round_budget_deep),
-        false => (policy.min_rounds, policy.round_budget),
+    let (min, budget) = match (deep, cell.concurrency) {
+        (true, _) => (policy.min_rounds_deep, policy.round_budget_deep),
+        (false, 1) => (policy.min_rounds, policy.round_budget),
+        (false, _) => (policy.min_rounds_many, policy.round_budget),
     };
     Rounds {
         block: match cell.concurrency {
@@ -378,8 +380,14 @@ impl Visit {
         }
         for c in self.measured() {
             match c.source {
-                Source::RedisBenchmark => seconds += 0.15 * f64::from(self.rounds.min),
-                Source::Memaslap => seconds += 2.0 * f64::from(self.rounds.min),
+                // A tool runs in some rounds only (`cell::pace`): redis-benchmark up to the
+                // policy's `tool_runs` times, ~0.15 s each; memaslap its minimum, 2 s each (4 s
+                // with many callers).
+                Source::RedisBenchmark => seconds += 0.15 * f64::from(policy.tool_runs),
+                Source::Memaslap => {
+                    let run = if self.cell.concurrency > 1 { 4.0 } else { 2.0 };
+                    seconds += run * f64::from(self.rounds.min_memaslap_runs);
+                }
                 _ if costs => seconds += policy.cost_pass_seconds * 1.1,
                 _ => {}
             }
@@ -847,12 +855,14 @@ mod tests {
         let redis = c256("redis/get/3B/tcp/c256");
         let parts: Vec<u32> = redis.iter().map(|(part, _)| *part).collect();
         assert_eq!(parts, [1, 2, 3, 1, 2, 3]);
+        // Many callers' own rounds (90) and blocks.
         let rounds = redis[0].1;
         assert_eq!(
             (rounds.min, rounds.min_tool_runs, rounds.min_memaslap_runs),
-            (10, 2, 3)
+            (30, 2, 3)
         );
         assert_eq!(rounds.budget, FULL.round_budget / 3);
+        assert_eq!(rounds.block, FULL.block_many);
         assert_eq!(c256("memcached/get/3B/tcp/c256").len(), 3);
         // Nothing timed (`make cost`): each cell once.
         let mut counted = s.clone();
