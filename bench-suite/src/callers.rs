@@ -153,8 +153,8 @@ impl Callers {
 
     /// Every caller makes calls of `w` back to back until a stretch of `length` has passed
     /// since it opened (once as many calls had completed as there are callers); the calls
-    /// completed in it ([`Window`]). The first error
-    /// any caller met is returned; the others stop at their next call ([`Stretch::abandon`]).
+    /// completed in it ([`Window`]). The first error any caller met is returned; the others
+    /// stop at their next call ([`Stretch::abandon`]).
     pub fn window(&mut self, w: &Workload, length: Duration) -> Result<Window> {
         let stretch = Arc::new(Stretch::new(self.count(), length));
         let outcomes: Vec<Result<()>> = match &mut self.served {

@@ -159,18 +159,17 @@ impl<'w> Live<'w> {
         }
         // Calls double until a batch takes a block's length: the first ones warm the
         // connection, the server's key and the caches.
+        let mut sizing = Sizing::new(block);
         let mut calls = 1u64;
-        let mut warmed = Duration::ZERO;
-        let per_call = loop {
+        loop {
             let started = Instant::now();
             self.calls(w, calls)?;
-            let took = started.elapsed();
-            warmed += took;
-            if took >= block || warmed >= block * 4 || calls >= 1 << 20 {
-                break took / calls as u32;
+            if sizing.ends_with(calls, started.elapsed()) || calls >= 1 << 20 {
+                break;
             }
             calls *= 2;
-        };
+        }
+        let per_call = sizing.fastest;
         self.calls_per_block = (block.as_secs_f64() / per_call.as_secs_f64().max(1e-9)) as u64;
         self.calls_per_block = self.calls_per_block.max(1);
         self.block_time = per_call * self.calls_per_block as u32;
@@ -245,5 +244,81 @@ impl<'w> Live<'w> {
             drop(driver);
             floor.join();
         }
+    }
+}
+
+/// The calibration's doubling batches, seen one by one: the fastest time per call among them,
+/// and whether they have said enough.
+///
+/// A block is sized from the fastest batch, not the last: a stall of 2 ms in a batch of two
+/// calls would otherwise end the doubling at once and size every block at two calls, mostly
+/// its start and end. For the same reason a batch that reaches a block's length only by
+/// stalling (a per-call time over twice the fastest) does not end it; the warm-up's cap of four
+/// blocks does.
+#[derive(Debug)]
+struct Sizing {
+    block: Duration,
+    warmed: Duration,
+    fastest: Duration,
+}
+
+impl Sizing {
+    fn new(block: Duration) -> Self {
+        Sizing {
+            block,
+            warmed: Duration::ZERO,
+            fastest: Duration::MAX,
+        }
+    }
+
+    /// Takes one batch of `calls` that took `took`; true when the doubling may stop.
+    fn ends_with(&mut self, calls: u64, took: Duration) -> bool {
+        let per_call = took / calls.max(1) as u32;
+        self.fastest = self.fastest.min(per_call);
+        self.warmed += took;
+        let steady = per_call <= self.fastest * 2;
+        (took >= self.block && steady) || self.warmed >= self.block * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[test]
+    fn a_stall_in_a_small_batch_does_not_size_the_blocks() {
+        // Calls of 13 us, a block of 2 ms: the batch of two stalls for 2 ms. The doubling goes
+        // on past it, and the blocks are sized from a steady batch.
+        let mut sizing = Sizing::new(us(2_000));
+        assert!(!sizing.ends_with(1, us(30)));
+        assert!(!sizing.ends_with(2, us(2_026)));
+        let mut calls = 4;
+        while !sizing.ends_with(calls, us(13) * calls as u32) {
+            calls *= 2;
+        }
+        assert_eq!(calls, 256);
+        assert_eq!(sizing.fastest, us(13));
+    }
+
+    #[test]
+    fn a_steady_batch_of_a_block_ends_the_doubling() {
+        let mut sizing = Sizing::new(us(2_000));
+        assert!(!sizing.ends_with(64, us(64 * 20)));
+        assert!(sizing.ends_with(128, us(128 * 20)));
+        assert_eq!(sizing.fastest, us(20));
+    }
+
+    #[test]
+    fn the_warm_up_ends_after_four_blocks_however_it_went() {
+        // Every batch stalls: the doubling still ends, at the fastest per call seen.
+        let mut sizing = Sizing::new(us(2_000));
+        assert!(!sizing.ends_with(1, us(50)));
+        assert!(!sizing.ends_with(2, us(3_000)));
+        assert!(sizing.ends_with(4, us(6_000)));
+        assert_eq!(sizing.fastest, us(50));
     }
 }

@@ -452,8 +452,9 @@ pub enum MemaslapCells {
 /// The whole matrix, timed for numbers to quote.
 pub const FULL: Policy = Policy {
     block: Duration::from_millis(2),
-    // Stretches of 20 ms, three times as many as of 60 ms in about the same time: at 256
-    // callers the reference's A/A intervals were 1.5-3.0 % wide against 4.3-7.7 % (one run each).
+    // Stretches of 20 ms, three times as many as of 60 ms in about the same time: in the four
+    // TCP cells of 256 callers the A/A intervals were 1.5-3.0 % wide (one run) against
+    // 1.6-9.1 % with 60 ms and 30 rounds (two runs).
     block_many: Duration::from_millis(20),
     min_rounds: 30,
     min_rounds_many: 90,
