@@ -169,7 +169,7 @@ impl<'w> Live<'w> {
             }
             calls *= 2;
         }
-        let per_call = sizing.fastest;
+        let per_call = sizing.per_call();
         self.calls_per_block = (block.as_secs_f64() / per_call.as_secs_f64().max(1e-9)) as u64;
         self.calls_per_block = self.calls_per_block.max(1);
         self.block_time = per_call * self.calls_per_block as u32;
@@ -247,19 +247,25 @@ impl<'w> Live<'w> {
     }
 }
 
-/// The calibration's doubling batches, seen one by one: the fastest time per call among them,
-/// and whether they have said enough.
+/// The calibration's doubling batches, seen one by one: the time per call a block is sized
+/// from ([`Sizing::per_call`]), and whether they have said enough.
 ///
-/// A block is sized from the fastest batch, not the last: a stall of 2 ms in a batch of two
-/// calls would otherwise end the doubling at once and size every block at two calls, mostly
-/// its start and end. For the same reason a batch that reaches a block's length only by
-/// stalling (a per-call time over twice the fastest) does not end it; the warm-up's cap of four
-/// blocks does.
+/// A block is sized from the fastest batch that lasted a block, not from the last batch: a
+/// stall of 2 ms in a batch of two calls would otherwise end the doubling at once and size
+/// every block at two calls, mostly its start and end. For the same reason a batch that
+/// reaches a block's length only by stalling (a per-call time over twice the fastest) does not
+/// end it; the warm-up's cap of four blocks does. Nor is it sized from a batch shorter than a
+/// block: a first call can be fast where every later one is slow (a SET of 100 KiB sent token
+/// by token with Nagle on took 65 us, then ~44 ms each, waiting for a delayed ACK), and blocks
+/// sized from it took 1.4 s instead of one call's 44 ms.
 #[derive(Debug)]
 struct Sizing {
     block: Duration,
     warmed: Duration,
+    /// The fastest per call of any batch: what "steady" is measured against.
     fastest: Duration,
+    /// The fastest per call of a batch that lasted a block.
+    fastest_of_a_block: Option<Duration>,
 }
 
 impl Sizing {
@@ -268,6 +274,7 @@ impl Sizing {
             block,
             warmed: Duration::ZERO,
             fastest: Duration::MAX,
+            fastest_of_a_block: None,
         }
     }
 
@@ -275,9 +282,21 @@ impl Sizing {
     fn ends_with(&mut self, calls: u64, took: Duration) -> bool {
         let per_call = took / calls.max(1) as u32;
         self.fastest = self.fastest.min(per_call);
+        if took >= self.block {
+            let fastest = self
+                .fastest_of_a_block
+                .map_or(per_call, |f| f.min(per_call));
+            self.fastest_of_a_block = Some(fastest);
+        }
         self.warmed += took;
         let steady = per_call <= self.fastest * 2;
         (took >= self.block && steady) || self.warmed >= self.block * 4
+    }
+
+    /// The time per call to size blocks from: the fastest batch that lasted a block, or, if
+    /// none did (the warm-up's cap ended it), the fastest batch.
+    fn per_call(&self) -> Duration {
+        self.fastest_of_a_block.unwrap_or(self.fastest)
     }
 }
 
@@ -301,7 +320,7 @@ mod tests {
             calls *= 2;
         }
         assert_eq!(calls, 256);
-        assert_eq!(sizing.fastest, us(13));
+        assert_eq!(sizing.per_call(), us(13));
     }
 
     #[test]
@@ -309,16 +328,39 @@ mod tests {
         let mut sizing = Sizing::new(us(2_000));
         assert!(!sizing.ends_with(64, us(64 * 20)));
         assert!(sizing.ends_with(128, us(128 * 20)));
-        assert_eq!(sizing.fastest, us(20));
+        assert_eq!(sizing.per_call(), us(20));
+    }
+
+    #[test]
+    fn a_fast_first_call_does_not_size_the_blocks_of_slow_ones() {
+        // A SET of 100 KiB token by token with Nagle on: the first call 65 us, every later one
+        // ~44 ms. Sized from the first, a block of 2 ms would be 31 calls, 1.4 s; it is one.
+        let mut sizing = Sizing::new(us(2_000));
+        assert!(!sizing.ends_with(1, us(65)));
+        assert!(sizing.ends_with(2, us(88_000)));
+        assert_eq!(sizing.per_call(), us(44_000));
     }
 
     #[test]
     fn the_warm_up_ends_after_four_blocks_however_it_went() {
-        // Every batch stalls: the doubling still ends, at the fastest per call seen.
+        // Every batch after the first stalls: the doubling still ends, and the blocks are sized
+        // from the batches that lasted a block, which is what the later calls do.
         let mut sizing = Sizing::new(us(2_000));
         assert!(!sizing.ends_with(1, us(50)));
         assert!(!sizing.ends_with(2, us(3_000)));
         assert!(sizing.ends_with(4, us(6_000)));
-        assert_eq!(sizing.fastest, us(50));
+        assert_eq!(sizing.per_call(), us(1_500));
+    }
+
+    #[test]
+    fn without_a_batch_of_a_block_the_fastest_batch_sizes_the_blocks() {
+        // Batches that never reach a block before the cap (calls getting faster as they warm).
+        let mut sizing = Sizing::new(us(2_000));
+        assert!(!sizing.ends_with(1, us(1_900)));
+        assert!(!sizing.ends_with(2, us(1_900)));
+        assert!(!sizing.ends_with(4, us(1_900)));
+        assert!(!sizing.ends_with(8, us(1_900)));
+        assert!(sizing.ends_with(16, us(1_900)));
+        assert_eq!(sizing.per_call(), us(1_900) / 16);
     }
 }

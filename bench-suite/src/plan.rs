@@ -29,17 +29,26 @@ pub const PARTED_CALLERS: usize = 256;
 /// Pipelines at least this deep have their rounds shared out among several visits ([`parts`]).
 pub const PARTED_PIPELINE: usize = 1_000_000;
 
+/// Values of this size have their rounds shared out among several visits ([`parts`]).
+pub const PARTED_VALUE: usize = 100 << 10;
+
 /// How many visits, each against a freshly started server, share a cell's rounds: the mode's
 /// `parts` for a cell whose ratios were seen to move between server starts by more than its
 /// intervals allowed, else one. With 256 callers, a thread per caller ran 20-30 % slower against
 /// one start of the server than against another (relative to the multiplexer, in the same
 /// rounds); through a pipeline of a million, the reference's own A/A ratio was 0.93 in one run
-/// and 1.15 in another, and its blocks' rates fall in two clusters far apart. Rounds of one
-/// visit cannot see that, and a row's ratio then follows the one server start it had; three
-/// starts, a third of the rounds each, pooled, average it, for about the same time.
+/// and 1.15 in another, and its blocks' rates fall in two clusters far apart. With values of
+/// 100 KiB, two connections of the same client differ by a fixed amount that a fresh start
+/// draws again: the A/A ratio of Redis's SET EX over a Unix socket read 0.990 (0.984-0.994) in
+/// one run and 0.984 (0.980-0.988) in the next, memcached's over TCP 0.997 and 0.988
+/// (0.983-0.991), Redis's GET over a Unix socket 1.017 and 1.006, each interval excluding 1
+/// (1 MiB values stayed within 0.5 % in both). Rounds of one visit cannot see that, and a row's
+/// ratio then follows the one server start it had; three starts, a third of the rounds each,
+/// pooled, average it, for about the same time.
 pub fn parts(mode: Mode, cell: &Cell) -> u32 {
     let parted = cell.concurrency >= PARTED_CALLERS
-        || (cell.op.is_pipeline_set() && cell.pipeline >= PARTED_PIPELINE);
+        || (cell.op.is_pipeline_set() && cell.pipeline >= PARTED_PIPELINE)
+        || cell.value_size == PARTED_VALUE;
     match parted && !cell.open {
         true => mode.policy().parts.max(1),
         false => 1,
@@ -671,6 +680,46 @@ mod tests {
         assert!(!v.reference_candidates.contains(&"redis-rs"));
         assert!(v.aa);
         assert_eq!(v.rounds.block, crate::matrix::FULL.block);
+    }
+
+    #[test]
+    fn cells_whose_ratios_move_between_server_starts_are_visited_in_parts() {
+        let full = Plan::new(
+            &settings(Mode::Full, &["/"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let parts_of = |id: &str| full.visits.iter().filter(|v| v.cell.id() == id).count();
+        for id in [
+            "redis/get/3B/tcp/c256",
+            "redis/pipeline_set/1000000/unix",
+            "redis/set_ex/100KiB/unix",
+            "memcached/set/100KiB/tcp",
+            "memcached/get/100KiB/unix",
+        ] {
+            assert_eq!(parts_of(id), 3, "{id}");
+        }
+        for id in [
+            "redis/get/3B/tcp",
+            "redis/get/1MiB/tcp",
+            "memcached/get/2KiB/tcp",
+        ] {
+            assert_eq!(parts_of(id), 1, "{id}");
+        }
+        // A third of the rounds each.
+        let part = visit_of(&full, "redis/set_ex/100KiB/tcp").rounds;
+        assert_eq!(part.min, FULL.min_rounds.div_ceil(3));
+        // A quick run visits every cell once.
+        let quick = Plan::new(
+            &settings(Mode::Quick, &["/"], 1),
+            &all(),
+            &Servers::default(),
+        );
+        let set = quick
+            .visits
+            .iter()
+            .filter(|v| v.cell.id() == "redis/set/100KiB/tcp");
+        assert!(set.count() <= 1);
     }
 
     #[test]
