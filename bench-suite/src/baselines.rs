@@ -211,22 +211,13 @@ impl Tool {
     /// per field add up to one call of the cell's).
     pub fn run(&mut self) -> Result<ToolBlock> {
         match self.which {
-            Which::RedisBenchmark => {
-                let mut seconds = 0.0;
-                let mut latency = None;
-                for command in &self.commands {
-                    let args = self.args(command);
-                    let stdout = run_tool("redis-benchmark", "redis-tools", self.cpu, &args)?;
-                    let (rps, run_latency) = parse_csv(&stdout)?;
-                    seconds += self.requests as f64 / rps;
-                    latency = Some(run_latency);
-                }
-                Ok(ToolBlock {
-                    ops: (self.requests * self.items_per_request) as f64,
-                    seconds,
-                    latency,
-                })
-            }
+            Which::RedisBenchmark => self.redis_benchmark_run()?.with_context(|| {
+                format!(
+                    "redis-benchmark's run of {} requests took under the millisecond its clock \
+                     counts in, and it reported no rate",
+                    self.requests
+                )
+            }),
             Which::Memaslap => {
                 let stdout = run_tool(
                     "memcaslap",
@@ -251,12 +242,48 @@ impl Tool {
         if self.which == Which::Memaslap {
             return Ok(());
         }
-        let first = self.run()?;
+        // A run shorter than redis-benchmark's clock (milliseconds) reports an infinite rate:
+        // 500 GETs pipelined 100 deep take about 0.2 ms, and one such rate once sized every
+        // later run at 2^64 - 1 requests. Ten times the requests until it reports one.
+        let mut tries = 0;
+        let first = loop {
+            if let Some(run) = self.redis_benchmark_run()? {
+                break run;
+            }
+            tries += 1;
+            if tries == 4 {
+                bail!(
+                    "redis-benchmark reported no rate even for {} requests",
+                    self.requests
+                );
+            }
+            self.requests *= 10;
+        };
         let requests_per_second = first.ops / self.items_per_request as f64 / first.seconds;
         // Never fewer than the first run's: it counts its time in milliseconds, and a run of a
         // few of them would be mostly rounding.
         self.requests = ((requests_per_second * seconds) as u64).max(self.requests);
         Ok(())
+    }
+
+    /// One run of redis-benchmark: every command once, their times added. `None` when a
+    /// command's run was too short for its clock (it reports an infinite rate then).
+    fn redis_benchmark_run(&mut self) -> Result<Option<ToolBlock>> {
+        let mut seconds = 0.0;
+        let mut latency = None;
+        for command in &self.commands {
+            let args = self.args(command);
+            let stdout = run_tool("redis-benchmark", "redis-tools", self.cpu, &args)?;
+            let (rps, run_latency) = parse_csv(&stdout)?;
+            let Some(rps) = rps else { return Ok(None) };
+            seconds += self.requests as f64 / rps;
+            latency = Some(run_latency);
+        }
+        Ok(Some(ToolBlock {
+            ops: (self.requests * self.items_per_request) as f64,
+            seconds,
+            latency,
+        }))
     }
 
     /// One run's arguments for `command`: redis-benchmark's options, `-n`, then the command
@@ -427,8 +454,9 @@ pub fn parse_memaslap(output: &str, block: &str) -> Result<f64> {
 }
 
 /// Parses `--csv` output: a header, then `"test","rps","avg_latency_ms","min_latency_ms",
-/// "p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`.
-pub fn parse_csv(csv: &str) -> Result<(f64, Latency)> {
+/// "p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`. The rate is `None`
+/// for a run shorter than redis-benchmark's clock, for which it prints `"inf"`.
+pub fn parse_csv(csv: &str) -> Result<(Option<f64>, Latency)> {
     let line = csv
         .lines()
         .rev()
@@ -445,6 +473,8 @@ pub fn parse_csv(csv: &str) -> Result<(f64, Latency)> {
         bail!("redis-benchmark result line {line:?} has too few fields");
     };
     let ns = |ms: f64| (ms * 1e6).round() as u64;
+    // It divides by its run's milliseconds: a run shorter than one prints "inf".
+    let rps = (rps.is_finite() && rps > 0.0).then_some(rps);
     Ok((
         rps,
         Latency {
@@ -562,7 +592,7 @@ mod tests {
         let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
                    \"GET\",\"82034.45\",\"0.011\",\"0.008\",\"0.011\",\"0.015\",\"0.023\",\"0.311\"\n";
         let (rps, latency) = parse_csv(csv).unwrap();
-        assert_eq!(rps, 82034.45);
+        assert_eq!(rps, Some(82034.45));
         assert_eq!(
             (latency.p50, latency.p99, latency.p999),
             (11_000, 23_000, None)
@@ -574,7 +604,7 @@ mod tests {
         let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
                    \"SET key:__rand_int__ a,b EX 100\",\"1000.00\",\"1.0\",\"0.5\",\"0.9\",\"2.0\",\"3.0\",\"4.0\"\n";
         let (rps, latency) = parse_csv(csv).unwrap();
-        assert_eq!(rps, 1000.0);
+        assert_eq!(rps, Some(1000.0));
         assert_eq!(latency.p99, 3_000_000);
     }
 
@@ -653,6 +683,16 @@ mod tests {
         };
         assert!(ops::redis_benchmark_cannot(transaction.op).is_some());
         assert!(ops::redis_benchmark_cannot(Op::TransactionPipeline).is_none());
+    }
+
+    #[test]
+    fn a_run_too_short_for_its_clock_has_no_rate() {
+        // 500 GETs pipelined 100 deep, as redis-benchmark 7 printed them.
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"GET\",\"inf\",\"0.134\",\"0.040\",\"0.055\",\"0.455\",\"0.455\",\"0.455\"\n";
+        let (rps, latency) = parse_csv(csv).unwrap();
+        assert_eq!(rps, None);
+        assert_eq!(latency.p50, 55_000);
     }
 
     #[test]
