@@ -573,6 +573,14 @@ pub fn on_interrupt(hook: impl Fn() + Send + Sync + 'static) -> Result<()> {
     process::add_hook(Box::new(hook)).map_err(Error::SignalHandler)
 }
 
+/// Makes the kernel kill the child that `command` spawns (SIGKILL) when this process dies,
+/// whatever the way (Ctrl-C, SIGTERM, SIGKILL, a panic), as it does for the private servers: a
+/// baseline tool whose server has gone may otherwise spin on reconnecting for good. The signal
+/// follows the *thread* that spawns the child, so spawn it from a thread that waits for it.
+pub fn die_with_parent(command: &mut std::process::Command) {
+    process::die_with_parent(command);
+}
+
 /// Pins the calling thread (and every thread it spawns afterwards) to one CPU. Tests and
 /// benchmarks use it to put the client where the placement setting says: on this kind of VM a
 /// round trip costs ~8 us when client and server share a core and ~90 us when they do not.

@@ -223,19 +223,12 @@ fn spawn(spec: &Spec) -> io::Result<Child> {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let parent = std::process::id() as libc::pid_t;
+    die_with_parent(&mut command);
     let cpus = spec.cpu.map(cpu_set);
-    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe syscalls
-    // (prctl, getppid, sched_setaffinity) on data prepared before the fork; it allocates nothing.
+    // SAFETY: the closure runs between fork and exec and only makes an async-signal-safe syscall
+    // (sched_setaffinity) on data prepared before the fork; it allocates nothing.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // If we died between fork and prctl, the death signal was never armed.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
             if let Some(set) = &cpus {
                 // Affinity is inherited by every thread the server creates later.
                 if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), set) != 0 {
@@ -246,6 +239,27 @@ fn spawn(spec: &Spec) -> io::Result<Child> {
         });
     }
     command.spawn()
+}
+
+/// Arms `command` so that the kernel kills its process (SIGKILL) when the thread that spawns it
+/// exits: when this process dies in any way, or that thread ends first (the pitfall in this
+/// module's doc). The child keeps it across `exec` (`taskset` running a tool stays armed).
+pub(crate) fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe syscalls
+    // (prctl, getppid) on a value copied before the fork; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // If we died between fork and prctl, the death signal was never armed.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// A cpu set with just `cpu`. The caller has checked `cpu < CPU_SETSIZE`.
