@@ -622,12 +622,13 @@ pub fn run_id(results: &Results, dir: &Path) -> String {
 pub fn noise_text(results: &Results) -> String {
     match results.noise() {
         Some(noise) => format!(
-            "median spread {} over {} rows measured in {} runs (largest {}); rows timed apart \
-             (different cells) are called different only beyond it",
+            "median spread {} over {} rows measured in {} runs (largest {}, {}); rows timed \
+             apart (different cells) are called different only beyond it",
             verdict::percent(noise.median_spread),
             noise.rows,
             results.run.repeat,
-            verdict::percent(noise.max_spread)
+            verdict::percent(noise.max_spread),
+            noise.largest_at
         ),
         None => "not measured (REPEAT=1): rows timed apart (different cells) are not ranked; \
                  rows of one cell are judged by their paired rounds"

@@ -739,15 +739,17 @@ impl Results {
     /// The run-level noise figure: the median spread over the rows measured in two runs or more,
     /// or `None` when no row was.
     pub fn noise(&self) -> Option<Noise> {
-        let spreads: Vec<f64> = self
-            .rows
-            .iter()
-            .filter_map(|row| row.spread.filter(|s| s.is_finite() && *s >= 1.0))
+        let spread_rows: Vec<(f64, &Row)> = (self.rows.iter())
+            .filter_map(|row| Some((row.spread.filter(|s| s.is_finite() && *s >= 1.0)?, row)))
             .collect();
+        let spreads: Vec<f64> = spread_rows.iter().map(|&(spread, _)| spread).collect();
+        let median_spread = median(&spreads)?;
+        let &(max_spread, largest) = (spread_rows.iter()).max_by(|a, b| a.0.total_cmp(&b.0))?;
         Some(Noise {
             rows: spreads.len(),
-            median_spread: median(&spreads)?,
-            max_spread: spreads.iter().copied().fold(f64::MIN, f64::max),
+            median_spread,
+            max_spread,
+            largest_at: format!("{} in {}", largest.client, largest.cell),
         })
     }
 
@@ -776,7 +778,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 }
 
 /// How much the run's repeated rows moved from run to run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Noise {
     /// Rows measured in two runs or more.
     pub rows: usize,
@@ -784,6 +786,8 @@ pub struct Noise {
     pub median_spread: f64,
     /// The largest spread.
     pub max_spread: f64,
+    /// Where it is, `client in cell`: one row of a bimodal client can dwarf all the others.
+    pub largest_at: String,
 }
 
 impl Row {

@@ -113,7 +113,7 @@ fn ratios_carry_their_range_and_targets_need_the_lower_end() {
 }
 
 #[test]
-fn the_noise_figure_is_the_median_spread() {
+fn the_noise_figure_is_the_median_spread_and_names_the_largest() {
     let results_rows = [
         row("a", 1.0, Some(0.01), Some(1.02)),
         row("b", 1.0, Some(0.01), Some(1.10)),
@@ -131,6 +131,7 @@ fn the_noise_figure_is_the_median_spread() {
     assert_eq!(noise.rows, 3);
     assert_eq!(noise.median_spread, 1.04);
     assert_eq!(noise.max_spread, 1.10);
+    assert_eq!(noise.largest_at, format!("b in {}", results.rows[1].cell));
 }
 
 /// A row of the paired cell `redis/get/3B/tcp` whose rounds are `rounds` (ops/s), with the
