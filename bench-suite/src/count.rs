@@ -41,10 +41,8 @@ pub const COUNTED_ITEMS: usize = 10_000;
 /// Instructions one counted phase may spend on its calls: about a tenth of a second under
 /// callgrind. A blocking client retires the same instructions every call, so a few calls are
 /// already exact; an async client's phases differ a little, and their spread says how much.
-/// Four times as many (phases of 999 GETs of 3 B instead of 249) took twice as long (the
-/// one-caller GET cells' children 241 s against 123 s); 616 of the full matrix's 721 counts were
-/// within their phases' spread of each other at the two budgets, and 678 within 2 % (an INCR's
-/// reply gains digits as the calls go on, so its count moves with their number).
+/// Four times as many took twice as long and moved few counts beyond their spread (the numbers:
+/// **Counted passes are budgeted** in the bench-suite README).
 const INSTRUCTIONS_PER_PHASE: f64 = 5e6;
 
 /// The most calls a counting run makes (one caller's GET 3 B: a few thousand instructions a
