@@ -54,8 +54,15 @@ const MOST_CALLS: u64 = 2_000;
 /// each, or 1 MiB) would catch or miss whole.
 const LEAST_CALLS: u64 = 5;
 
+/// Items in a phase past which one caller's calls need no floor: a pipeline of 1,000 items or
+/// more already does a buffer's periodic work many times inside one call. Its five calls (50,000
+/// items of a deep pipeline's counted 10,000) made the counted pass of the deep cells about four
+/// times as long as one call, for the same count per item.
+const LEAST_ITEMS: u64 = 500;
+
 /// The fewest calls each of many callers makes in a phase: their threads' scheduling moves the
-/// count a little, and more calls spread it thinner.
+/// count a little, and more calls spread it thinner. Ten each instead took about as long at 256
+/// callers (a child's time there is mostly its start: valgrind, the callers, their connections).
 const LEAST_CALLS_OF_MANY: u64 = 20;
 
 /// Calls in a phase of a client slow by design (about 40 ms a call, waiting): it runs its fast
@@ -396,15 +403,16 @@ fn resolve(names: &mut std::collections::HashMap<String, String>, text: &str) ->
 
 /// Calls per caller in each phase of a counted child of `cell`: about [`INSTRUCTIONS_PER_PHASE`]
 /// over a pessimistic guess of one call's instructions (a library's ~20,000 per item, and a copy
-/// of every value byte), at least [`LEAST_CALLS`] ([`LEAST_CALLS_OF_MANY`] for many callers) and
-/// at most [`MOST_CALLS`].
+/// of every value byte), at least [`LEAST_CALLS`] (fewer once they carry [`LEAST_ITEMS`];
+/// [`LEAST_CALLS_OF_MANY`] for many callers) and at most [`MOST_CALLS`].
 pub fn calls_for(cell: &Cell, items_per_call: usize) -> u64 {
+    let items_per_call = items_per_call.max(1) as u64;
     let per_item = 20_000.0 + cell.value_size as f64;
-    let per_call = per_item * items_per_call.max(1) as f64 * cell.concurrency as f64;
+    let per_call = per_item * items_per_call as f64 * cell.concurrency as f64;
     let least = if cell.concurrency > 1 {
         LEAST_CALLS_OF_MANY
     } else {
-        LEAST_CALLS
+        LEAST_CALLS.min(LEAST_ITEMS.div_ceil(items_per_call))
     };
     ((INSTRUCTIONS_PER_PHASE / per_call) as u64).clamp(least, MOST_CALLS)
 }
@@ -457,4 +465,30 @@ fn run_counted(json: &str, clients: &[ClientSpec]) -> Result<(), Box<dyn std::er
     }
     kvbench_count_phase(2 * PHASES as u64);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(id: &str, items_per_call: usize) -> u64 {
+        let cells = full_matrix(&[16, 256]);
+        let cell = (cells.iter().find(|cell| cell.id() == id)).expect("a cell of the full matrix");
+        calls_for(cell, items_per_call)
+    }
+
+    #[test]
+    fn a_phase_is_sized_by_its_instructions_with_a_floor_of_calls_or_items() {
+        // Five million instructions over 20,003 per GET of 3 B.
+        assert_eq!(calls("redis/get/3B/tcp", 1), 249);
+        // A GET of 1 MiB and a batch of 100 would fit one or two calls: the floor of five.
+        assert_eq!(calls("redis/get/1MiB/tcp", 1), LEAST_CALLS);
+        assert_eq!(calls("redis/get_many/100/3B/tcp", 100), LEAST_CALLS);
+        // A pipeline of 1,000 items or a deep one's counted 10,000 is past the floor in items.
+        assert_eq!(calls("redis/pipeline_set/1000/tcp", 1_000), 1);
+        assert_eq!(calls("redis/pipeline_set/1000000/tcp", COUNTED_ITEMS), 1);
+        // Many callers: the budget over all of them, at least twenty calls each.
+        assert_eq!(calls("redis/get/3B/tcp/c16", 1), LEAST_CALLS_OF_MANY);
+        assert_eq!(calls("redis/get/3B/tcp/c256", 1), LEAST_CALLS_OF_MANY);
+    }
 }
