@@ -55,9 +55,9 @@ const MOST_CALLS: u64 = 2_000;
 const LEAST_CALLS: u64 = 5;
 
 /// Items in a phase past which one caller's calls need no floor: a pipeline of 1,000 items or
-/// more already does a buffer's periodic work many times inside one call. Its five calls (50,000
-/// items of a deep pipeline's counted 10,000) made the counted pass of the deep cells about four
-/// times as long as one call, for the same count per item.
+/// more already does a buffer's periodic work many times inside one call, so five calls of a
+/// deep pipeline's counted 10,000 items only made its children longer (the deep cells' first
+/// visits: **Counted passes are budgeted** in the bench-suite README).
 const LEAST_ITEMS: u64 = 500;
 
 /// The fewest calls each of many callers makes in a phase: their threads' scheduling moves the
