@@ -3,9 +3,10 @@
 //! reply before the next (a closed loop); every caller runs the whole timed period, and the
 //! throughput counts the operations of all of them.
 //!
-//! - **Threads** (and a pool's blocking handles): one OS thread per caller, started for each
-//!   round and released together through a barrier, so the threads' start is not timed. They
-//!   inherit the bench's CPU placement (and the syscall counters' `inherit`).
+//! - **Threads** (and a pool's blocking handles): one OS thread per caller, released together
+//!   through a barrier, so the threads' start is not timed. Timed windows run on a [`Crew`]
+//!   whose threads wait between windows; a counted round starts threads of its own, so that the
+//!   syscall counters' `inherit` follows them. They inherit the bench's CPU placement.
 //! - **Tasks** (a multiplexed client's or a pool's async handles): one task per caller on the
 //!   bench's current-thread runtime, so every task runs on the bench's pinned CPU.
 //!
@@ -38,6 +39,7 @@ use tokio::task::LocalSet;
 use serde::{Deserialize, Serialize};
 
 use crate::costs::{self, CountingAllocator};
+use crate::crew::Crew;
 use crate::drivers::{Args, Workload};
 use crate::matrix::{Cell, Op};
 use crate::open_loop;
@@ -45,8 +47,8 @@ use crate::ops;
 
 /// How the callers run.
 enum Served {
-    /// A blocking client per caller, each driven by its own thread in a round.
-    Threads(Vec<Box<dyn Client>>),
+    /// A blocking client per caller, each driven by its own thread.
+    Threads(Crew),
     /// An async handle per caller, each driven by its own task in a round.
     Tasks(Vec<Box<dyn AsyncClient>>),
 }
@@ -94,7 +96,7 @@ impl Callers {
                 let clients = (0..callers)
                     .map(|_| (spec.connect)(endpoint, options))
                     .collect::<Result<Vec<_>>>()?;
-                (Served::Threads(clients), None)
+                (Served::Threads(Crew::new(clients)), None)
             }
             Concurrency::Multiplexed(connect) | Concurrency::Pool { connect, .. } => {
                 let connections = spec.concurrency.connections(callers);
@@ -103,7 +105,8 @@ impl Callers {
                 let served = if handles.iter().all(|h| matches!(h, Handle::Async(_))) {
                     Served::Tasks(handles.into_iter().filter_map(into_async).collect())
                 } else {
-                    Served::Threads(handles.into_iter().filter_map(into_blocking).collect())
+                    let clients = handles.into_iter().filter_map(into_blocking).collect();
+                    Served::Threads(Crew::new(clients))
                 };
                 (served, Some(shared))
             }
@@ -131,7 +134,7 @@ impl Callers {
     /// The number of callers.
     pub fn count(&self) -> usize {
         match &self.served {
-            Served::Threads(clients) => clients.len(),
+            Served::Threads(crew) => crew.count(),
             Served::Tasks(handles) => handles.len(),
         }
     }
@@ -144,7 +147,7 @@ impl Callers {
         schedule: open_loop::Schedule,
     ) -> Result<open_loop::Run> {
         match &mut self.served {
-            Served::Threads(clients) => open_loop::threads(clients, w, &schedule),
+            Served::Threads(crew) => open_loop::threads(crew.clients()?, w, &schedule),
             Served::Tasks(handles) => {
                 open_loop::tasks(&self.runtime, &self.local, handles, w, schedule)
             }
@@ -158,20 +161,23 @@ impl Callers {
     pub fn window(&mut self, w: &Workload, length: Duration) -> Result<Window> {
         let stretch = Arc::new(Stretch::new(self.count(), length));
         let outcomes: Vec<Result<()>> = match &mut self.served {
-            Served::Threads(clients) => on_threads(clients, |_, client| {
-                loop {
-                    if let Err(err) = ops::run_sync(client, w, &Args::default()) {
-                        stretch.abandon();
-                        return Err(err);
+            Served::Threads(crew) => {
+                let (w, stretch) = (w.clone(), Arc::clone(&stretch));
+                let outcomes = crew.run(move |_, client| {
+                    loop {
+                        if let Err(err) = ops::run_sync(client, &w, &Args::default()) {
+                            stretch.abandon();
+                            return Err(err);
+                        }
+                        if !stretch.completed() {
+                            return Ok(());
+                        }
                     }
-                    if !stretch.completed() {
-                        return Ok(());
-                    }
-                }
-            })
-            .into_iter()
-            .map(|outcome| outcome.and_then(|result| result))
-            .collect(),
+                })?;
+                (outcomes.into_iter())
+                    .map(|outcome| outcome.and_then(|result| result))
+                    .collect()
+            }
             Served::Tasks(handles) => {
                 let w = Rc::new(w.clone());
                 let (_, outcomes) =
@@ -205,7 +211,7 @@ impl Callers {
     /// is returned (the others finish their round).
     pub fn round(&mut self, w: &Workload, n: u64, record: bool) -> Result<Round> {
         match &mut self.served {
-            Served::Threads(clients) => threads_round(clients, w, n, record),
+            Served::Threads(crew) => threads_round(crew.clients()?, w, n, record),
             Served::Tasks(handles) => {
                 tasks_round(&self.runtime, &self.local, handles, w, n, record)
             }

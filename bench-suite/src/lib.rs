@@ -20,6 +20,7 @@ pub mod child;
 pub mod contender;
 pub mod costs;
 pub mod count;
+pub mod crew;
 pub mod drivers;
 pub mod environment;
 pub mod matrix;
