@@ -93,12 +93,60 @@ struct Entry<'w> {
     seconds: f64,
 }
 
+/// Where a visit's time went, printed after it: most of a run's hour is not its timed rounds.
+#[derive(Default)]
+struct Took {
+    /// The server restarted and the cell's keys prepared.
+    prepare: Duration,
+    /// Every contender connected and verified.
+    connect: Duration,
+    /// Calibration, which warms every contender up.
+    warm_up: Duration,
+    /// The paired rounds, the baseline tools' runs among them ...
+    rounds: Duration,
+    /// ... of which the sparse contenders' blocks (the baseline tools' runs, slow calls).
+    sparse: Duration,
+    /// The cost passes (a cell's first part only).
+    costs: Duration,
+    /// The counted children (a cell's first visit only).
+    count: Duration,
+}
+
+impl std::fmt::Display for Took {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = |d: Duration| d.as_secs_f64();
+        let total = self.prepare + self.connect + self.warm_up + self.rounds + self.costs;
+        write!(
+            f,
+            "{:.1} s: server {:.1}, connect and verify {:.1}, warm-up {:.1}, rounds {:.1} \
+             (sparse {:.1}), cost passes {:.1}, counting {:.1}",
+            s(total + self.count),
+            s(self.prepare),
+            s(self.connect),
+            s(self.warm_up),
+            s(self.rounds),
+            s(self.sparse),
+            s(self.costs),
+            s(self.count)
+        )
+    }
+}
+
+/// The time since `phase`, which starts again.
+fn lap(phase: &mut Instant) -> Duration {
+    let took = phase.elapsed();
+    *phase = Instant::now();
+    took
+}
+
 /// Runs one visit of a cell.
 pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
     if visit.cell.open {
         return crate::open_loop::run(ctx, visit);
     }
     let cell = visit.cell;
+    let mut took = Took::default();
+    let mut phase = Instant::now();
     let mut rows: Vec<Option<Row>> = vec![None; visit.contenders.len()];
     for (slot, contender) in rows.iter_mut().zip(&visit.contenders) {
         if let Decision::Unsupported(why) = &contender.decision {
@@ -114,8 +162,14 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
     }
     let (endpoint, w, mut reference) = prepare(ctx, cell)?;
     let args = w.args();
+    took.prepare += lap(&mut phase);
 
-    // Connected and verified, every one, before anything is timed.
+    // Connected and verified, every one, before anything is timed; a deep pipeline at its own
+    // depth in the cell's first part only (the later ones warm up on a call of it).
+    let depth = match visit.part {
+        1 => verify::Depth::Cell,
+        _ => verify::Depth::Short,
+    };
     let mut entries: Vec<(usize, Entry)> = Vec::new();
     for (i, contender) in visit.contenders.iter().enumerate() {
         let Decision::Measure(measure) = contender.decision else {
@@ -125,7 +179,8 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
         let row = new_row(&cell, contender);
         let source = contender.source;
         let server = (&endpoint, &mut reference);
-        match connect(ctx, &w, &args, server, source, measure, visit.rounds.block) {
+        let at = (visit.rounds.block, depth);
+        match connect(ctx, &w, &args, server, source, measure, at) {
             Ok((live, row_model)) => {
                 let mut row = row;
                 if let Some((model, connections)) = row_model {
@@ -155,16 +210,20 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> Result<Outcome> {
             }
         }
     }
+    took.connect += lap(&mut phase);
     let (rounds_run, twin_rates) = if ctx.settings.count == Counting::Only {
         (0, None)
     } else {
-        time(ctx, visit, &w, &args, &endpoint, &mut entries)
+        time(ctx, visit, &w, &args, &endpoint, &mut entries, &mut took)
     };
+    phase = Instant::now();
     // Counted in the cell's first visit only: a count does not depend on the server start.
     if let Some(counter) = ctx.counter.filter(|_| visit.repeat == 1) {
         let prefix = ctx.servers.key_prefix(cell.backend).to_string();
         count_pass(counter, ctx.dir, (&endpoint, prefix), &cell, &mut entries);
     }
+    took.count += lap(&mut phase);
+    eprintln!("  took {took}");
 
     leave_nothing(ctx, &w, &mut reference)?;
     for (i, entry) in entries {
@@ -190,8 +249,10 @@ fn time<'w>(
     args: &Args<'w>,
     endpoint: &Endpoint,
     entries: &mut Vec<(usize, Entry<'w>)>,
+    took: &mut Took,
 ) -> (u32, Option<Vec<f64>>) {
     let cell = visit.cell;
+    let mut phase = Instant::now();
     let reference_at = (visit.reference_candidates.iter())
         .find_map(|name| entries.iter().position(|(_, e)| e.live.name == *name));
     let mut twin = match reference_at {
@@ -219,7 +280,11 @@ fn time<'w>(
         twin.calls_per_block = entries[reference_at.unwrap_or(0)].1.live.calls_per_block;
     }
 
-    let (rounds_run, twin_blocks) = rounds(ctx, visit, w, entries, reference_at, twin.as_mut());
+    took.warm_up += lap(&mut phase);
+    let (rounds_run, twin_blocks, sparse) =
+        rounds(ctx, visit, w, entries, reference_at, twin.as_mut());
+    took.rounds += lap(&mut phase);
+    took.sparse += sparse;
 
     // Rows from the rounds: each contender's own time per operation, then its ratio to the
     // reference, paired round by round.
@@ -247,6 +312,7 @@ fn time<'w>(
     feed_criterion(ctx, visit, entries);
 
     // The cost passes, one contender at a time, after every block is done.
+    phase = Instant::now();
     for (_, entry) in entries.iter_mut() {
         let started = Instant::now();
         if entry.row.is_ok() && entry.measure.cost_calls > 0 && visit.part == 1 {
@@ -256,6 +322,7 @@ fn time<'w>(
         entry.seconds += started.elapsed().as_secs_f64();
     }
 
+    took.costs += phase.elapsed();
     if let Some(twin) = twin {
         twin.finish();
     }
@@ -404,7 +471,7 @@ fn rounds(
     entries: &mut [(usize, Entry)],
     reference_at: Option<usize>,
     mut twin: Option<&mut Live>,
-) -> (u32, Option<Vec<Block>>) {
+) -> (u32, Option<Vec<Block>>, Duration) {
     let cell = &visit.cell;
     let id = cell.id();
     let policy = ctx.settings.mode.policy();
@@ -504,7 +571,7 @@ fn rounds(
             break;
         }
     }
-    (done, twin.and(twin_blocks))
+    (done, twin.and(twin_blocks), sparse_time)
 }
 
 /// Calls of a deep pipeline's contender longer than this many of the reference's make it sparse.
@@ -655,7 +722,7 @@ pub(crate) fn connect<'w>(
     (endpoint, reference): (&Endpoint, &mut Reference),
     source: Source,
     measure: Measure,
-    block: Duration,
+    (block, depth): (Duration, verify::Depth),
 ) -> std::result::Result<(Live<'w>, Model), Refusal> {
     let cell = &w.cell;
     let failed =
@@ -665,7 +732,7 @@ pub(crate) fn connect<'w>(
             let sockets_before = callers::Sockets::now();
             let mut driver = Driver::connect(&spec, endpoint, &bench_options())
                 .map_err(|err| failed("connect", &err))?;
-            let verified_in = match verify::verify(driver.client(), reference, &spec, w) {
+            let verified_in = match verify::verify(driver.client(), reference, &spec, w, depth) {
                 Ok(took) => took,
                 Err(Rejection::Refused(reason)) => {
                     return Err(Refusal::Unsupported(format!(
@@ -701,7 +768,10 @@ pub(crate) fn connect<'w>(
             };
             let mut live = Live::new(spec.name, runner, ops);
             // Verification made the blocks' very call: a long one needs no other to size them.
-            if measure.items == Items::Cell && cell.op.is_pipeline_set() {
+            if measure.items == Items::Cell
+                && cell.op.is_pipeline_set()
+                && depth == verify::Depth::Cell
+            {
                 live.one_call = Some(verified_in);
             }
             Ok((live, Some(model)))

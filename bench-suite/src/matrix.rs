@@ -415,8 +415,8 @@ pub struct Policy {
     pub tool_runs: u32,
     /// Runs of a baseline tool a visit waits for, past its budget if need be.
     pub min_tool_runs: u32,
-    /// The same for memaslap, whose runs take two seconds (four with many callers): also the
-    /// runs it aims at (the budget over this between two).
+    /// The same for memaslap, whose runs take seconds: also the runs it aims at (the budget
+    /// over this between two).
     pub min_memaslap_runs: u32,
     /// Whether the reference contender is timed a second time in the same rounds (the A/A
     /// check); without it, verdicts use the prior A/A figure instead. It costs one block per
@@ -467,11 +467,18 @@ pub const FULL: Policy = Policy {
     min_rounds_crowd: 180,
     min_rounds_deep: 15,
     max_rounds: 5_000,
-    round_budget: Duration::from_secs(5),
+    // 4.5 s (5 s before 2026-12-06): at 5 s the one-caller cells' A/A intervals were 0.4-0.5 %
+    // wide (400-600 rounds), and their misses offsets, not noise; the half second of each of
+    // about 60 visits went to the hour's goal.
+    round_budget: Duration::from_millis(4_500),
     round_budget_deep: Duration::from_secs(20),
     tool_runs: 8,
     min_tool_runs: 5,
-    min_memaslap_runs: 8,
+    // As many as redis-benchmark's. A run of memaslap takes about 3 s with one caller and 5-10 s
+    // with many (its preloading), and eight of them were the largest part of a memcached TCP
+    // cell: 25 of the 40 s of its one-caller GET, 30 of the 60 s of each visit of its GET at 256
+    // callers (the visits' breakdowns, 2026-12-06).
+    min_memaslap_runs: 5,
     aa: true,
     cost_pass_seconds: 0.5,
     cost_pass_divisor: 1,

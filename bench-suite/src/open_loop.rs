@@ -675,9 +675,8 @@ pub fn run(ctx: &mut Context<'_>, visit: &Visit) -> anyhow::Result<Outcome> {
         let started = Instant::now();
         let mut row = cell::new_row(&cell, contender);
         let server = (&endpoint, &mut reference);
-        let block = visit.rounds.block;
-        let callers = match cell::connect(ctx, &w, &args, server, contender.source, measure, block)
-        {
+        let at = (visit.rounds.block, crate::verify::Depth::Cell);
+        let callers = match cell::connect(ctx, &w, &args, server, contender.source, measure, at) {
             Ok((live, model)) => {
                 if let Some((model, connections)) = model {
                     (row.model, row.connections) = (model, connections);

@@ -183,7 +183,7 @@ pub struct Servers {
 /// The rounds of a visit of `cell` in `mode`: [`crate::matrix::Policy`]'s, with its own blocks
 /// and more rounds for many callers, and fewer rounds for a deep pipeline (a block is one call
 /// there).
-fn rounds(mode: Mode, cell: &Cell) -> Rounds {
+fn rounds(mode: Mode, cell: &Cell, part: u32) -> Rounds {
     let policy = mode.policy();
     let deep = cell.is_deep_pipeline();
     // A part of a cell's visits runs its share of the rounds and of the tools' runs.
@@ -202,9 +202,17 @@ fn rounds(mode: Mode, cell: &Cell) -> Rounds {
         min: min.div_ceil(parts),
         max: policy.max_rounds,
         budget: budget / parts,
-        min_tool_runs: policy.min_tool_runs.div_ceil(parts),
-        min_memaslap_runs: policy.min_memaslap_runs.div_ceil(parts),
+        min_tool_runs: share(policy.min_tool_runs, parts, part),
+        min_memaslap_runs: share(policy.min_memaslap_runs, parts, part),
     }
+}
+
+/// Part `part` (from 1) of `total` runs shared out among `parts` visits: the earlier parts take
+/// the remainder, so that the parts add up to `total` (and each has one at least, for its rows).
+/// Rounded up in every part, memaslap's five runs became six over three visits, one more of its
+/// 5-10 s runs in each cell of 256 callers.
+fn share(total: u32, parts: u32, part: u32) -> u32 {
+    (total / parts + u32::from(part <= total % parts)).max(1)
 }
 
 /// Calls in the cost pass's clean half, at most: enough operations for stable per-op numbers.
@@ -381,12 +389,15 @@ impl Visit {
             return Duration::from_secs_f64(seconds);
         }
         if self.cell.is_deep_pipeline() {
-            // Verification writes the whole pipeline once per contender, and a block is one
-            // call: about a second through a fast client, several through a library that times
-            // the pipeline as one command, which runs in a few rounds only (`cell::pace`).
+            // Verification writes the whole pipeline once per contender, reads it back and
+            // deletes it, and a block is one call: about a second through a fast client, several
+            // through a library that times the pipeline as one command, which runs in a few
+            // rounds only (`cell::pace`). A later part verifies a short pipeline, then warms up
+            // on one call of the cell's (Redis's million over TCP: 14 s instead of 24).
             let call = self.cell.pipeline as f64 / 500_000.0;
             let rounds = contenders * call / 3.0 * f64::from(self.rounds.min);
-            seconds += contenders * call + rounds.max(self.rounds.budget.as_secs_f64());
+            let verify = if self.part == 1 { 1.0 } else { 0.6 };
+            seconds += verify * contenders * call + rounds.max(self.rounds.budget.as_secs_f64());
         } else {
             // A window of hundreds of callers opens once each has made a call and ends when the
             // call each has in flight returns: through a client of a few thousand calls a
@@ -403,11 +414,16 @@ impl Visit {
         for c in self.measured() {
             match c.source {
                 // A tool runs in some rounds only (`cell::pace`): redis-benchmark up to the
-                // policy's `tool_runs` times, ~0.15 s each; memaslap its minimum, 2 s each (4 s
-                // with many callers).
+                // policy's `tool_runs` times, ~0.15 s each; memaslap its minimum, as long as its
+                // runs took in the reference of 2205216: 3 s with one caller, 5 s with many,
+                // and 10 s for 256 callers' GETs, which first preload 1,024 keys each.
                 Source::RedisBenchmark => seconds += 0.15 * f64::from(policy.tool_runs),
                 Source::Memaslap => {
-                    let run = if self.cell.concurrency > 1 { 4.0 } else { 2.0 };
+                    let run = match self.cell.concurrency {
+                        1 => 3.0,
+                        callers if self.cell.op == Op::Get => 5.0 + callers as f64 / 50.0,
+                        _ => 5.0,
+                    };
                     seconds += run * f64::from(self.rounds.min_memaslap_runs);
                 }
                 _ if costs => seconds += policy.cost_pass_seconds * 1.1,
@@ -464,13 +480,14 @@ fn visit(
         true => Vec::new(),
         false => reference_candidates(&cell, &contenders),
     };
+    let part = (repeat - 1) % parts(mode, &cell) + 1;
     Visit {
         repeat,
-        part: (repeat - 1) % parts(mode, &cell) + 1,
+        part,
         cell,
         aa: mode.policy().aa && !reference_candidates.is_empty(),
         reference_candidates,
-        rounds: rounds(mode, &cell),
+        rounds: rounds(mode, &cell, part),
         contenders,
     }
 }
@@ -719,9 +736,17 @@ mod tests {
         ] {
             assert_eq!(parts_of(id), 1, "{id}");
         }
-        // A third of the rounds each.
+        // A third of the rounds each, and the tools' runs shared out so that they add up.
         let part = visit_of(&full, "redis/set_ex/100KiB/tcp").rounds;
         assert_eq!(part.min, FULL.min_rounds.div_ceil(3));
+        let memaslap: u32 = (full.visits.iter())
+            .filter(|v| v.cell.id() == "memcached/get/3B/tcp/c256")
+            .map(|v| v.rounds.min_memaslap_runs)
+            .sum();
+        assert_eq!(memaslap, FULL.min_memaslap_runs);
+        assert_eq!([1, 2, 3].map(|part| share(5, 3, part)), [2, 2, 1]);
+        assert_eq!([1, 2, 3].map(|part| share(8, 3, part)), [3, 3, 2]);
+        assert_eq!([1, 2].map(|part| share(1, 2, part)), [1, 1]);
         // A quick run visits every cell once.
         let quick = Plan::new(
             &settings(Mode::Quick, &["/"], 1),
@@ -917,12 +942,14 @@ mod tests {
         let redis = c256("redis/get/3B/tcp/c256");
         let parts: Vec<u32> = redis.iter().map(|(part, _)| *part).collect();
         assert_eq!(parts, [1, 2, 3, 1, 2, 3]);
-        // Hundreds of callers' own rounds (180, a third per visit) and blocks.
+        // Hundreds of callers' own rounds (180, a third per visit) and blocks; the tools' five
+        // runs 2, 2 and 1.
         let rounds = redis[0].1;
         assert_eq!(
             (rounds.min, rounds.min_tool_runs, rounds.min_memaslap_runs),
-            (60, 2, 3)
+            (60, 2, 2)
         );
+        assert_eq!(redis[2].1.min_tool_runs, 1);
         assert_eq!(rounds.budget, FULL.round_budget / 3);
         assert_eq!(rounds.block, FULL.block_many);
         assert_eq!(c256("memcached/get/3B/tcp/c256").len(), 3);

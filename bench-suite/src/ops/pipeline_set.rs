@@ -55,7 +55,7 @@ impl Facts for PipelineSet {
     /// the reference: the count and every value must match. The keys are deleted afterwards.
     fn verify(v: &mut Verification<'_>) -> Checked {
         let w = v.w;
-        let depth = pipeline_depth(v.spec, w);
+        let depth = pipeline_depth(v.spec, w, v.depth);
         let keys: Vec<Vec<u8>> = (0..depth)
             .map(|i| [&w.key[..], format!(":verify:{i}").as_bytes()].concat())
             .collect();
