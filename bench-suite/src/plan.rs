@@ -426,7 +426,19 @@ impl Visit {
                     };
                     seconds += run * f64::from(self.rounds.min_memaslap_runs);
                 }
-                _ if costs => seconds += policy.cost_pass_seconds * 1.1,
+                // A cost pass stops at the cell's count of calls or its time, whichever comes
+                // first. The visits' breakdowns (2026-12-06): a one-caller cell's eleven passes
+                // 2.7-3.1 s, a 256-caller cell's eight 7.9 s, a deep pipeline's eleven (one call
+                // each) 15-17.5 s.
+                _ if costs => {
+                    seconds += match self.cell.concurrency {
+                        _ if self.cell.is_deep_pipeline() => {
+                            0.8 * self.cell.pipeline as f64 / 500_000.0
+                        }
+                        callers if callers >= PARTED_CALLERS => 2.0 * policy.cost_pass_seconds,
+                        _ => 0.6 * policy.cost_pass_seconds,
+                    }
+                }
                 _ => {}
             }
             if costs && self.cell.concurrency > 1 && matches!(c.source, Source::Client(_)) {
