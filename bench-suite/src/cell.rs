@@ -322,7 +322,7 @@ fn time<'w>(
         entry.seconds += started.elapsed().as_secs_f64();
     }
 
-    took.costs += phase.elapsed();
+    took.costs += lap(&mut phase);
     if let Some(twin) = twin {
         twin.finish();
     }

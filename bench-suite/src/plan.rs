@@ -367,6 +367,8 @@ impl Visit {
         }
         let contenders = self.measured().count() as f64 + f64::from(u8::from(self.aa));
         let policy = mode.policy();
+        // One call of a deep pipeline through a fast client: about 500,000 items a second.
+        let deep_call = self.cell.pipeline as f64 / 500_000.0;
         // Restarting the server, preparing the keys, connecting and verifying.
         let mut seconds = 0.5 + 0.05 * contenders;
         // A cell's later parts make no cost pass, and only its first visit counts.
@@ -394,10 +396,10 @@ impl Visit {
             // through a library that times the pipeline as one command, which runs in a few
             // rounds only (`cell::pace`). A later part verifies a short pipeline, then warms up
             // on one call of the cell's (Redis's million over TCP: 14 s instead of 24).
-            let call = self.cell.pipeline as f64 / 500_000.0;
-            let rounds = contenders * call / 3.0 * f64::from(self.rounds.min);
+            let rounds = contenders * deep_call / 3.0 * f64::from(self.rounds.min);
             let verify = if self.part == 1 { 1.0 } else { 0.6 };
-            seconds += verify * contenders * call + rounds.max(self.rounds.budget.as_secs_f64());
+            seconds +=
+                verify * contenders * deep_call + rounds.max(self.rounds.budget.as_secs_f64());
         } else {
             // A window of hundreds of callers opens once each has made a call and ends when the
             // call each has in flight returns: through a client of a few thousand calls a
@@ -432,9 +434,7 @@ impl Visit {
                 // each) 15-17.5 s.
                 _ if costs => {
                     seconds += match self.cell.concurrency {
-                        _ if self.cell.is_deep_pipeline() => {
-                            0.8 * self.cell.pipeline as f64 / 500_000.0
-                        }
+                        _ if self.cell.is_deep_pipeline() => 0.8 * deep_call,
                         callers if callers >= PARTED_CALLERS => 2.0 * policy.cost_pass_seconds,
                         _ => 0.6 * policy.cost_pass_seconds,
                     }

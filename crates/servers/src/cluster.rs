@@ -42,7 +42,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::probe::{self, Reply};
-use crate::process::{Handle, Spec};
+use crate::process::{Handle, Spec, Stop};
 use crate::{
     Backend, Endpoint, Error, Launch, MAX_SOCKET_PATH, ProcessInfo, Result, ServerInfo,
     StartOptions, find_binary, free_port, path_str, private_dir, read_log_tail, redis_args,
@@ -452,6 +452,7 @@ fn create_cluster(
         args,
         cpu: None,
         log: log.clone(),
+        stop: Stop::Term,
     };
     let not_ready = |reason: String| Error::NotReady {
         backend: Backend::RedisCluster,

@@ -76,7 +76,7 @@ pub use cluster::{Cluster, ClusterNode, ExternalCluster};
 pub use kvbench_core::{Backend, Endpoint, Transport};
 pub use probe::{AcceptedConnections, Reply};
 
-use process::{Handle, Spec};
+use process::{Handle, Spec, Stop};
 
 /// Environment variable: URL of an external Redis (makes Redis external).
 pub const REDIS_URL_VAR: &str = "REDIS_URL";
@@ -968,6 +968,10 @@ impl Launch<'_> {
                         args: args.clone(),
                         cpu: self.cpu,
                         log: self.log.clone(),
+                        stop: match self.backend {
+                            Backend::Memcached => Stop::Kill,
+                            Backend::Redis | Backend::RedisCluster => Stop::Term,
+                        },
                     })
                     .map_err(spawn_error)?,
                 Some(slot) => {
@@ -1121,6 +1125,23 @@ mod tests {
         let expected_start = format!("kvbench:{}-", std::process::id());
         assert!(prefix.starts_with(&expected_start), "{prefix}");
         assert!(prefix.ends_with(':'), "{prefix}");
+    }
+
+    /// memcached is killed at once (it would wait for its clock tick); Redis is asked to shut
+    /// down and does so cleanly.
+    #[test]
+    fn memcached_is_killed_and_redis_shuts_down() {
+        use std::os::unix::process::ExitStatusExt;
+        let servers = Servers::start_private(&StartOptions::default()).unwrap();
+        let handle = servers.handle.as_ref().unwrap();
+        for process in &servers.memcached.processes {
+            let status = handle.stop(process.slot).unwrap();
+            assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+        }
+        for process in &servers.redis.processes {
+            let status = handle.stop(process.slot).unwrap();
+            assert!(status.success(), "{status}");
+        }
     }
 
     #[test]
