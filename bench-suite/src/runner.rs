@@ -420,6 +420,12 @@ pub fn run_with(clients: Vec<ClientSpec>, settings: Settings, reports: &Path) ->
             "fault test: the server is stopped during {cell}, after {client}'s verification"
         ));
     }
+    match environment::keep_freed_memory() {
+        Ok(note) => notes.push(note),
+        Err(reason) => notes.push(format!(
+            "the allocator's thresholds are not fixed: {reason}"
+        )),
+    }
     let congestion_control = environment::tcp_congestion_control();
     if let Some(warning) =
         (congestion_control.as_deref()).and_then(environment::congestion_control_warning)
