@@ -330,7 +330,9 @@ fn time<'w>(
 }
 
 /// Counts the instructions per operation of every client of the visit, under valgrind
-/// ([`count`]), a few children at once: a count does not depend on what else runs.
+/// ([`count`]), a child per CPU at once and on any CPU: a count depends neither on what else
+/// runs nor where. (Children left on the timed client's CPU, where the bench is pinned, took
+/// twice as long: one CPU for two.)
 fn count_pass(
     counter: &Counter,
     dir: &Path,
@@ -383,6 +385,10 @@ fn count_pass(
     std::thread::scope(|scope| {
         for _ in 0..counter.parallel.max(1) {
             scope.spawn(|| {
+                // The children this thread starts inherit its CPUs.
+                if let Err(err) = kvbench_servers::unpin_current_thread() {
+                    eprintln!("  {cell}: counting on the bench's CPU only: {err}");
+                }
                 while let Some((at, job, ops)) =
                     jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
                 {

@@ -146,21 +146,20 @@ pub fn keep_freed_memory() -> Result<String, String> {
     }
 }
 
-/// Minor page faults of the calling thread so far.
-#[cfg(test)]
-fn thread_page_faults() -> i64 {
-    // SAFETY: getrusage writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
-        0
-    );
-    usage.ru_minflt
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{congestion_control_warning, keep_freed_memory, thread_page_faults};
+    use super::{congestion_control_warning, keep_freed_memory};
+
+    /// Minor page faults of the calling thread so far.
+    fn thread_page_faults() -> i64 {
+        // SAFETY: getrusage writes the struct it is given.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        assert_eq!(
+            unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
+            0
+        );
+        usage.ru_minflt
+    }
 
     #[test]
     fn only_a_pacing_congestion_control_is_warned_of() {

@@ -592,11 +592,29 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
             format!("no CPU {cpu}"),
         ));
     }
+    set_current_thread_cpus(cpu..=cpu)
+}
+
+/// Lets the calling thread (and every thread or process it starts afterwards) run on any CPU
+/// again, undoing [`pin_current_thread`]. Work whose result does not depend on where it runs,
+/// such as counting instructions under valgrind, then uses every CPU instead of the one the
+/// timed client is pinned to.
+pub fn unpin_current_thread() -> std::io::Result<()> {
+    // The kernel keeps the CPUs of the set that exist and are allowed.
+    set_current_thread_cpus(0..libc::CPU_SETSIZE as usize)
+}
+
+fn set_current_thread_cpus(cpus: impl IntoIterator<Item = usize>) -> std::io::Result<()> {
     // SAFETY: `cpu_set_t` is plain data for which all-zero is the empty set; CPU_SET writes
-    // inside it (cpu < CPU_SETSIZE was checked) and sched_setaffinity only reads it.
+    // inside it (only below CPU_SETSIZE) and sched_setaffinity only reads it.
     let result = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
+        for cpu in cpus
+            .into_iter()
+            .filter(|&cpu| cpu < libc::CPU_SETSIZE as usize)
+        {
+            libc::CPU_SET(cpu, &mut set);
+        }
         libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
     };
     if result == 0 {
@@ -1153,5 +1171,47 @@ mod tests {
         fs::write(&log, "old: Address already in use\nnew: bad config\n").unwrap();
         assert_eq!(read_log_tail(&log, from), "new: bad config\n");
         assert!(read_log_tail(&dir.path().join("none"), 0).starts_with("(cannot read"));
+    }
+
+    /// The CPUs the calling thread may run on.
+    fn current_thread_cpus() -> Vec<usize> {
+        // SAFETY: all-zero is the empty set; sched_getaffinity writes the set it is given, and
+        // CPU_ISSET reads below CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn an_unpinned_thread_gets_back_every_cpu_it_had() {
+        // A thread of its own: the test harness's threads keep their CPUs.
+        std::thread::spawn(|| {
+            let every = current_thread_cpus();
+            let last = *every.last().expect("at least one CPU");
+            pin_current_thread(last).unwrap();
+            assert_eq!(current_thread_cpus(), vec![last]);
+            // A thread started now inherits the pinning, and the unpinning does the same.
+            let inherited = std::thread::spawn(current_thread_cpus).join().unwrap();
+            assert_eq!(inherited, vec![last]);
+            // Every CPU it had, and more if the process was started on fewer than it may use.
+            unpin_current_thread().unwrap();
+            let unpinned = current_thread_cpus();
+            assert!(
+                every.iter().all(|cpu| unpinned.contains(cpu)),
+                "{unpinned:?}"
+            );
+            let inherited = std::thread::spawn(current_thread_cpus).join().unwrap();
+            assert_eq!(inherited, unpinned);
+            assert!(pin_current_thread(libc::CPU_SETSIZE as usize).is_err());
+        })
+        .join()
+        .unwrap();
     }
 }

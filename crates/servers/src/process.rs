@@ -49,6 +49,7 @@ pub(crate) struct Spec {
     pub cpu: Option<usize>,
     /// Where stdout and stderr go (and Redis's own `--logfile`).
     pub log: PathBuf,
+    /// How it is told to stop: each server acts on a different signal without delay.
     pub stop: Stop,
 }
 
