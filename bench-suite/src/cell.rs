@@ -330,9 +330,11 @@ fn time<'w>(
 }
 
 /// Counts the instructions per operation of every client of the visit, under valgrind
-/// ([`count`]), a child per CPU at once and on any CPU: a count depends neither on what else
-/// runs nor where. (Children left on the timed client's CPU, where the bench is pinned, took
-/// twice as long: one CPU for two.)
+/// ([`count`]), a child per CPU at once and on any CPU. (Children left on the timed client's
+/// CPU, where the bench is pinned, took twice as long: one CPU for two.) A blocking client's
+/// count does not depend on where its child runs; an async client's does a little, because its
+/// runtime polls more or less often as replies arrive sooner or later: the bench-suite README,
+/// **Counted children run on any CPU**.
 fn count_pass(
     counter: &Counter,
     dir: &Path,
