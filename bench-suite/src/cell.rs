@@ -330,11 +330,10 @@ fn time<'w>(
 }
 
 /// Counts the instructions per operation of every client of the visit, under valgrind
-/// ([`count`]), a child per CPU at once and on any CPU. (Children left on the timed client's
-/// CPU, where the bench is pinned, took twice as long: one CPU for two.) A blocking client's
-/// count does not depend on where its child runs; an async client's does a little, because its
-/// runtime polls more or less often as replies arrive sooner or later: the bench-suite README,
-/// **Counted children run on any CPU**.
+/// ([`count`]), a child per CPU at once. A blocking client's count does not depend on where its
+/// child runs, so those run on any CPU. An async client's does: its runtime polls more or less
+/// often as replies arrive sooner or later, so its children run where it was timed, on the
+/// bench's CPU, one at a time (the bench-suite README, **Where counted children run**).
 fn count_pass(
     counter: &Counter,
     dir: &Path,
@@ -346,7 +345,7 @@ fn count_pass(
         Endpoint::Tcp(addr) => (Some(addr.clone()), None),
         Endpoint::Unix(path) => (None, Some(path.clone())),
     };
-    let jobs: Vec<(usize, Job, u64)> = (entries.iter().enumerate())
+    let mut jobs: Vec<(usize, Job, u64, bool)> = (entries.iter().enumerate())
         .filter(|(_, (_, entry))| entry.spec.is_some() && entry.row.is_ok())
         .map(|(at, (_, entry))| {
             let first = match (&entry.live.runner, entry.measure.items) {
@@ -379,27 +378,31 @@ fn count_pass(
                     false => count::calls_for(cell, items),
                 },
             };
-            (at, job, ops)
+            let on_bench_cpu = entry.spec.is_some_and(|spec| spec.connect_async.is_some());
+            (at, job, ops, on_bench_cpu)
         })
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    // The bench's CPU first: its jobs are the front of the queue, the others its back.
+    jobs.sort_by_key(|(.., on_bench_cpu)| !on_bench_cpu);
+    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(jobs));
     let counts = std::sync::Mutex::new(Vec::new());
+    let count_from = |take: &dyn Fn(&mut std::collections::VecDeque<_>) -> Option<_>| loop {
+        let job = take(&mut queue.lock().unwrap_or_else(|e| e.into_inner()));
+        let Some((at, job, ops, _)) = job else { break };
+        let count = counter.count(dir, &job, ops);
+        let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts.push((at, count));
+    };
     std::thread::scope(|scope| {
-        for _ in 0..counter.parallel.max(1) {
+        // The children a thread starts inherit its CPUs: this one keeps the bench's, takes the
+        // async clients one at a time, then helps with the rest.
+        scope.spawn(|| count_from(&|queue| queue.pop_front()));
+        for _ in 1..counter.parallel.max(1) {
             scope.spawn(|| {
-                // The children this thread starts inherit its CPUs.
                 if let Err(err) = kvbench_servers::unpin_current_thread() {
                     eprintln!("  {cell}: counting on the bench's CPU only: {err}");
                 }
-                while let Some((at, job, ops)) =
-                    jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    let count = counter.count(dir, job, *ops);
-                    counts
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((*at, count));
-                }
+                count_from(&|queue| queue.pop_back_if(|(.., on_bench_cpu)| !*on_bench_cpu));
             });
         }
     });

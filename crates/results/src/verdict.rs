@@ -369,13 +369,18 @@ pub fn judge_unpaired(
     }
 }
 
-/// A ratio as a percentage difference: 1.043 → `4.3 %`.
+/// A ratio as a percentage difference: 1.043 → `4.3 %`; from twice on, as a factor, which
+/// reads better than thousands of percent: 310.87 → `311×`.
 pub fn percent(ratio: f64) -> String {
     let p = (ratio - 1.0) * 100.0;
     if p.abs() < 10.0 {
         format!("{p:.1} %")
-    } else {
+    } else if ratio < 2.0 {
         format!("{p:.0} %")
+    } else if ratio < 10.0 {
+        format!("{ratio:.1}×")
+    } else {
+        format!("{ratio:.0}×")
     }
 }
 

@@ -1,7 +1,7 @@
 //! The one rule for naming a faster side, on rows built by hand.
 
 use kvbench_results::verdict::{
-    Basis, PRIOR_AA_DEVIATION, Verdict, aa_summary, judge, paired_ratio, ratio_with_range,
+    Basis, PRIOR_AA_DEVIATION, Verdict, aa_summary, judge, paired_ratio, percent, ratio_with_range,
     target_met,
 };
 use kvbench_results::*;
@@ -110,6 +110,12 @@ fn ratios_carry_their_range_and_targets_need_the_lower_end() {
         "the lower end misses"
     );
     assert!(!target_met(None, 1.0), "no range, no claim");
+}
+
+#[test]
+fn a_difference_reads_as_a_percentage_up_to_twice_then_as_a_factor() {
+    let quoted = [0.935, 1.043, 1.29, 1.994, 2.5, 310.87].map(percent);
+    assert_eq!(quoted, ["-6.5 %", "4.3 %", "29 %", "99 %", "2.5×", "311×"]);
 }
 
 #[test]

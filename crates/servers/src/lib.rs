@@ -1175,18 +1175,7 @@ mod tests {
 
     /// The CPUs the calling thread may run on.
     fn current_thread_cpus() -> Vec<usize> {
-        // SAFETY: all-zero is the empty set; sched_getaffinity writes the set it is given, and
-        // CPU_ISSET reads below CPU_SETSIZE.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(
-                libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set),
-                0
-            );
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-                .collect()
-        }
+        crate::process::allowed_cpus().expect("sched_getaffinity of the calling thread")
     }
 
     #[test]

@@ -294,7 +294,7 @@ pub(crate) fn spawner_cpus() -> io::Result<Vec<usize>> {
 }
 
 /// The cpus the calling thread may run on.
-fn allowed_cpus() -> io::Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: all-zero is a valid empty set; the kernel fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid cpu_set_t of the size we pass.
