@@ -418,6 +418,9 @@ pub struct Policy {
     /// The same for memaslap, whose runs take seconds: also the runs it aims at (the budget
     /// over this between two).
     pub min_memaslap_runs: u32,
+    /// Runs a deep pipeline's long call waits for, over all of a cell's visits (a client whose
+    /// call is several of the reference's: `cell::pace`).
+    pub min_long_call_runs: u32,
     /// Whether the reference contender is timed a second time in the same rounds (the A/A
     /// check); without it, verdicts use the prior A/A figure instead. It costs one block per
     /// round, so every mode has it.
@@ -479,6 +482,11 @@ pub const FULL: Policy = Policy {
     // cell: 25 of the 40 s of its one-caller GET, 30 of the 60 s of each visit of its GET at 256
     // callers (the visits' breakdowns, 2026-12-06).
     min_memaslap_runs: 5,
+    // One in each of the three visits (five before 2026-12-07): fred's pipeline of a million
+    // takes 10-13 s a call, 0.05-0.07 of the reference's rate, and its five calls, with fred's
+    // pool's, were about 220 s of the two Redis cells of a million. The ratio is twenty times
+    // from 1; three calls name that as well as five.
+    min_long_call_runs: 3,
     aa: true,
     cost_pass_seconds: 0.5,
     cost_pass_divisor: 1,
@@ -504,6 +512,7 @@ pub const QUICK: Policy = Policy {
     min_tool_runs: 3,
     // Two of memaslap's runs of two seconds (four with many callers): its ratio is rough here.
     min_memaslap_runs: 2,
+    min_long_call_runs: 3,
     aa: true,
     cost_pass_seconds: 0.1,
     cost_pass_divisor: 2,
@@ -530,6 +539,7 @@ pub const TEST: Policy = Policy {
     min_tool_runs: 3,
     // One shows that it runs: three took a third of a smoke run's time.
     min_memaslap_runs: 1,
+    min_long_call_runs: 3,
     aa: true,
     cost_pass_seconds: 0.05,
     cost_pass_divisor: 500,

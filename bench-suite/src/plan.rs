@@ -135,6 +135,8 @@ pub struct Rounds {
     pub min_tool_runs: u32,
     /// The same for memaslap, whose runs take seconds.
     pub min_memaslap_runs: u32,
+    /// The same for a deep pipeline's long call (`cell::pace`).
+    pub min_long_call_runs: u32,
 }
 
 /// One visit of a cell: its contenders, its reference and its rounds.
@@ -204,6 +206,7 @@ fn rounds(mode: Mode, cell: &Cell, part: u32) -> Rounds {
         budget: budget / parts,
         min_tool_runs: share(policy.min_tool_runs, parts, part),
         min_memaslap_runs: share(policy.min_memaslap_runs, parts, part),
+        min_long_call_runs: share(policy.min_long_call_runs, parts, part),
     }
 }
 
@@ -405,9 +408,11 @@ impl Visit {
             // call each has in flight returns: through a client of a few thousand calls a
             // second, tens of milliseconds around a block of 20. The reference's later visits of
             // those cells took about 2.5 times their blocks when each window started its
-            // threads; with the threads kept ([`crate::crew`]) a visit took 15 % less.
+            // threads; with the threads kept ([`crate::crew`]) a visit took 15 % less, and with
+            // those slow windows in every other round (`cell::pace`) a visit's rounds took 23-26 s
+            // in Redis's GET over TCP (30-32 s before) and 29-32 s in memcached's SET (40-49 s).
             let block = match self.cell.concurrency {
-                callers if callers >= PARTED_CALLERS => 2.2 * self.rounds.block.as_secs_f64(),
+                callers if callers >= PARTED_CALLERS => 1.8 * self.rounds.block.as_secs_f64(),
                 _ => self.rounds.block.as_secs_f64(),
             };
             seconds += (self.rounds.budget.as_secs_f64())
@@ -756,6 +761,12 @@ mod tests {
             .map(|v| v.rounds.min_memaslap_runs)
             .sum();
         assert_eq!(memaslap, FULL.min_memaslap_runs);
+        // A deep pipeline's long call: once in each of the three.
+        let long_calls: Vec<u32> = (full.visits.iter())
+            .filter(|v| v.cell.id() == "redis/pipeline_set/1000000/tcp")
+            .map(|v| v.rounds.min_long_call_runs)
+            .collect();
+        assert_eq!(long_calls, [1, 1, 1]);
         assert_eq!([1, 2, 3].map(|part| share(5, 3, part)), [2, 2, 1]);
         assert_eq!([1, 2, 3].map(|part| share(8, 3, part)), [3, 3, 2]);
         assert_eq!([1, 2].map(|part| share(1, 2, part)), [1, 1]);

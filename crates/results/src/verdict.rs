@@ -114,21 +114,55 @@ pub fn paired_ratio(first: &[f64], second: &[f64]) -> Option<PairedRatio> {
 /// Two rows' rounds lined up, so that `first[i]` and `second[i]` are of the same time: both
 /// rows' own when both ran in every round (or in the same rounds); where one side ran in some
 /// rounds only (a baseline tool), each of its rounds against the other side's median over the
-/// rounds since its previous one, which is the stretch of time its run stands for. `None` when
-/// the rounds cannot be lined up.
+/// rounds since its previous one, which is the stretch of time its run stands for. Where both
+/// ran in some rounds only (a baseline tool and a client of hundreds of callers that runs in
+/// every other round), the side with fewer runs is the one lined up against the other's
+/// stretches. `None` when the rounds cannot be lined up.
 pub fn align(first: &Row, second: &Row) -> Option<(Vec<f64>, Vec<f64>)> {
     let (a, b) = (&first.round_ops_per_sec, &second.round_ops_per_sec);
     let (ai, bi) = (&first.round_indices, &second.round_indices);
-    if a.is_empty() || b.is_empty() {
+    let miscounted = |values: &[f64], ran: &[u32]| !ran.is_empty() && ran.len() != values.len();
+    if a.is_empty() || b.is_empty() || miscounted(a, ai) || miscounted(b, bi) {
         return None;
     }
     match (ai.is_empty(), bi.is_empty()) {
         _ if ai == bi => (a.len() == b.len()).then(|| (a.clone(), b.clone())),
         (false, true) => Some((a.clone(), segment_medians(b, ai)?)),
         (true, false) => Some((segment_medians(a, bi)?, b.clone())),
-        // Both empty is the first arm; two different sparse sets of rounds do not line up.
-        (true, true) | (false, false) => None,
+        (false, false) if ai.len() <= bi.len() => Some((a.clone(), stretch_medians(b, bi, ai)?)),
+        (false, false) => Some((stretch_medians(a, ai, bi)?, b.clone())),
+        // Both empty is the first arm.
+        (true, true) => None,
     }
+}
+
+/// [`segment_medians`] of a side that ran in some rounds only (`ran`, ascending, one per value):
+/// for each round in `at`, the median of its runs after the previous round in `at` up to and
+/// including it; where it ran in none of them, its run nearest in time (the earlier of two as
+/// near), so that a tool's two runs in rounds 3 and 4 each meet a run of a client that ran in
+/// the even rounds.
+fn stretch_medians(values: &[f64], ran: &[u32], at: &[u32]) -> Option<Vec<f64>> {
+    if values.len() != ran.len() || values.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(at.len());
+    let mut after: Option<u32> = None;
+    for &round in at {
+        let inside: Vec<f64> = (ran.iter().zip(values))
+            .filter(|&(&r, _)| after.is_none_or(|after| r > after) && r <= round)
+            .map(|(_, &v)| v)
+            .collect();
+        let value = match inside.is_empty() {
+            false => median(&inside)?,
+            true => {
+                let nearest = (0..ran.len()).min_by_key(|&i| (ran[i].abs_diff(round), ran[i]))?;
+                values[nearest]
+            }
+        };
+        out.push(value);
+        after = Some(round);
+    }
+    Some(out)
 }
 
 /// For each round in `at` (ascending), the median of `dense` over the rounds after the previous

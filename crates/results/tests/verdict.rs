@@ -1,8 +1,8 @@
 //! The one rule for naming a faster side, on rows built by hand.
 
 use kvbench_results::verdict::{
-    Basis, PRIOR_AA_DEVIATION, Verdict, aa_summary, judge, paired_ratio, percent, ratio_with_range,
-    target_met,
+    Basis, PRIOR_AA_DEVIATION, Verdict, aa_summary, align, judge, paired_ratio, percent,
+    ratio_with_range, target_met,
 };
 use kvbench_results::*;
 
@@ -241,6 +241,33 @@ fn rows_of_different_cells_fall_back_to_the_unpaired_rule() {
     let mut b = paired("b", &drifting(1.0, 0.0, 10), None);
     b.cell = "redis/get/3B/unix".into();
     assert_eq!(judge(&a, None, &b, None).basis, Basis::Unpaired);
+}
+
+#[test]
+fn two_sides_that_each_ran_in_some_rounds_only_line_up() {
+    // A client of hundreds of callers in the even rounds of ten, a baseline tool in rounds 3, 4
+    // and 9: each tool run against the client's runs in the stretch it stands for, or its
+    // nearest run where it had none there.
+    let mut client = paired("raw-tcp", &[10.0, 12.0, 14.0, 16.0, 18.0], None);
+    client.round_indices = vec![0, 2, 4, 6, 8];
+    let mut tool = paired("redis-benchmark", &[1.0, 2.0, 3.0], None);
+    tool.round_indices = vec![3, 4, 9];
+    let (tool_side, client_side) = align(&tool, &client).expect("lined up");
+    assert_eq!(tool_side, [1.0, 2.0, 3.0]);
+    // Rounds 0-3: 10 and 12; round 4: 14; rounds 5-9: 16 and 18.
+    assert_eq!(client_side, [11.0, 14.0, 17.0]);
+    let (client_side, tool_side) = align(&client, &tool).expect("either way round");
+    assert_eq!(
+        (client_side, tool_side),
+        (vec![11.0, 14.0, 17.0], vec![1.0, 2.0, 3.0])
+    );
+    // A tool run in a round the client skipped, right after another: its nearest run.
+    tool.round_indices = vec![0, 1, 3];
+    let (_, client_side) = align(&tool, &client).expect("lined up");
+    assert_eq!(client_side, [10.0, 10.0, 12.0]);
+    // A side whose rounds do not match its values lines up with nothing.
+    tool.round_indices = vec![0, 1];
+    assert_eq!(align(&tool, &client), None);
 }
 
 #[test]
