@@ -6,6 +6,12 @@
 //! what changes between runs (which slow periods fell where, a server's start, the order of the
 //! cells). max/min across runs does. The cell's A/A ratio gets a line of its own per cell: its
 //! max/min is the smallest spread any other row of the cell could show.
+//!
+//! The two together say why a ratio moved. When the runs' intervals all share a value, the
+//! spread is what each run's own rounds allow: more rounds would narrow it. When they do not
+//! (the intervals lie *apart*), the ratio moved between runs by more than its rounds' noise: the
+//! machine or the server was in another state (a slower period that lasted the whole run moves
+//! 256 threads more than one multiplexed connection), and more rounds would not help.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,7 +19,7 @@ use std::path::Path;
 
 use crate::Error;
 use crate::model::run_id;
-use crate::results::Results;
+use crate::results::{PairedRatio, Results};
 
 /// The name the A/A ratio's line takes in place of a client's.
 pub const AA_LINE: &str = "A/A";
@@ -27,9 +33,9 @@ pub struct SpreadRow {
     pub client: String,
     /// The cell's reference contender in the first run that has one.
     pub reference: String,
-    /// The paired ratio's median in each run, in the order of the runs (`None`: no paired
-    /// ratio in that run).
-    pub ratios: Vec<Option<f64>>,
+    /// The paired ratio (median and 95 % interval) in each run, in the order of the runs
+    /// (`None`: no paired ratio in that run).
+    pub ratios: Vec<Option<PairedRatio>>,
     /// The largest ratio over the smallest, where every run has one.
     pub max_over_min: Option<f64>,
 }
@@ -44,7 +50,7 @@ pub struct Spread {
 }
 
 /// A line being gathered: the cell's reference, and the ratio in each run.
-type Line = (String, Vec<Option<f64>>);
+type Line = (String, Vec<Option<PairedRatio>>);
 
 /// Reads every run folder's `results.json` and lines up their paired ratios.
 pub fn spread_runs(dirs: &[&Path]) -> Result<Spread, Error> {
@@ -77,14 +83,16 @@ pub fn spread(runs: &[(String, Results)]) -> Spread {
                 let (_, ratios) = lines
                     .entry(key)
                     .or_insert_with(|| (reference.clone(), vec![None; runs.len()]));
-                ratios[i] = Some(ratio.median);
+                ratios[i] = Some(ratio);
             }
         }
     }
     let rows = lines
         .into_iter()
         .map(|((cell, _, client), (reference, ratios))| {
-            let every: Option<Vec<f64>> = ratios.iter().copied().collect();
+            let every: Option<Vec<f64>> = (ratios.iter())
+                .map(|ratio| ratio.map(|ratio| ratio.median))
+                .collect();
             let max_over_min = every.and_then(|values| {
                 let max = values.iter().copied().fold(f64::MIN, f64::max);
                 let min = values.iter().copied().fold(f64::MAX, f64::min);
@@ -105,6 +113,23 @@ pub fn spread(runs: &[(String, Results)]) -> Spread {
     }
 }
 
+impl SpreadRow {
+    /// Whether one value lies in every run's 95 % interval (`None`: not in every run). `false`
+    /// means the runs disagree by more than their rounds' noise.
+    pub fn intervals_share_a_value(&self) -> Option<bool> {
+        let every: Vec<PairedRatio> = self.ratios.iter().copied().collect::<Option<_>>()?;
+        let highest_lower = every
+            .iter()
+            .map(|ratio| ratio.lower)
+            .fold(f64::MIN, f64::max);
+        let lowest_upper = every
+            .iter()
+            .map(|ratio| ratio.upper)
+            .fold(f64::MAX, f64::min);
+        Some(highest_lower <= lowest_upper)
+    }
+}
+
 impl Spread {
     /// The rows whose max/min is known (every run has their ratio), the A/A lines left out.
     pub fn contenders(&self) -> impl Iterator<Item = &SpreadRow> {
@@ -121,20 +146,35 @@ impl Spread {
         (within, known.len())
     }
 
-    /// The table as Markdown, then a summary line.
+    /// Of the contenders past `limit`: how many have runs whose intervals share a value (more
+    /// rounds would narrow them), and how many have runs whose intervals lie apart.
+    pub fn past(&self, limit: f64) -> (usize, usize) {
+        let past: Vec<bool> = (self.contenders())
+            .filter(|row| row.max_over_min.is_some_and(|spread| spread > limit))
+            .filter_map(SpreadRow::intervals_share_a_value)
+            .collect();
+        let sharing = past.iter().filter(|&&shares| shares).count();
+        (sharing, past.len() - sharing)
+    }
+
+    /// The table as Markdown, then a summary.
     pub fn text(&self) -> String {
         let mut out = String::new();
         let runs: Vec<String> = self.runs.iter().map(|id| format!(" {id} |")).collect();
         let _ = writeln!(
             out,
-            "| cell | client | reference |{} max/min |",
+            "| cell | client | reference |{} max/min | runs' intervals |",
             runs.concat()
         );
-        let _ = writeln!(out, "|---|---|---|{}--:|", "--:|".repeat(self.runs.len()));
+        let _ = writeln!(
+            out,
+            "|---|---|---|{}--:|---|",
+            "--:|".repeat(self.runs.len())
+        );
         for row in &self.rows {
             let ratios: Vec<String> = (row.ratios.iter())
                 .map(|ratio| match ratio {
-                    Some(ratio) => format!(" {ratio:.3} |"),
+                    Some(ratio) => format!(" {:.3} |", ratio.median),
                     None => " – |".to_string(),
                 })
                 .collect();
@@ -142,9 +182,14 @@ impl Spread {
                 Some(spread) => format!("{spread:.3}"),
                 None => "not in every run".to_string(),
             };
+            let intervals = match row.intervals_share_a_value() {
+                Some(true) => "share a value",
+                Some(false) => "apart",
+                None => "–",
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} |{} {spread} |",
+                "| {} | {} | {} |{} {spread} | {intervals} |",
                 row.cell,
                 row.client,
                 row.reference,
@@ -170,6 +215,17 @@ impl Spread {
                 );
             }
             None => out.push_str(".\n"),
+        }
+        let (sharing, apart) = self.past(1.03);
+        if sharing + apart > 0 {
+            let _ = writeln!(
+                out,
+                "Of the {} past 1.03, {sharing} have runs whose 95 % intervals share a value (the \
+                 spread is what their rounds allow: more rounds would narrow it) and {apart} have \
+                 runs whose intervals lie apart (the ratio moved between runs by more than its \
+                 rounds' noise: the machine or the server was in another state).",
+                sharing + apart
+            );
         }
         out
     }
