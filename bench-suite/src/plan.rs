@@ -620,7 +620,8 @@ fn tool_contenders(mode: Mode, cell: &Cell, servers: &Servers) -> Vec<Contender>
         let headline = cell.op == Op::Get && cell.concurrency == 1;
         let cannot = match mode.policy().memaslap {
             MemaslapCells::OneCallerGet if !headline => Some(
-                "memaslap: run in the one-caller GET only in a quick run (each run takes 2 s;                  `make bench` runs it here)",
+                "memaslap: run in the one-caller GET only in a quick run (each run takes 2 s; \
+                 `make bench` runs it here)",
             ),
             _ => None,
         };
